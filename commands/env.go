@@ -1,0 +1,107 @@
+package commands
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+)
+
+// Globals are the flags every command accepts.
+type Globals struct {
+	Server   string        `short:"s" name:"server" env:"NATS_URL" placeholder:"URL" help:"NATS server URLs, comma separated (default ${default_url})."`
+	Context  string        `name:"context" env:"NATS_CONTEXT" placeholder:"NAME" help:"Saved nats CLI context to use (flags override its values)."`
+	Creds    string        `name:"creds" env:"NATS_CREDS" placeholder:"FILE" help:"User credentials file."`
+	NKey     string        `name:"nkey" env:"NATS_NKEY" placeholder:"FILE" help:"User NKEY seed file."`
+	User     string        `name:"user" env:"NATS_USER" placeholder:"USER" help:"Username or token."`
+	Password string        `name:"password" env:"NATS_PASSWORD" placeholder:"PASSWORD" help:"Password."`
+	Token    string        `name:"token" env:"NATS_TOKEN" placeholder:"TOKEN" help:"Authentication token."`
+	TLSCert  string        `name:"tlscert" env:"NATS_CERT" placeholder:"FILE" help:"TLS client certificate."`
+	TLSKey   string        `name:"tlskey" env:"NATS_KEY" placeholder:"FILE" help:"TLS client key."`
+	TLSCA    string        `name:"tlsca" env:"NATS_CA" placeholder:"FILE" help:"TLS certificate authority."`
+	Timeout  time.Duration `name:"timeout" env:"NATS_TIMEOUT" default:"5s" help:"Time to wait for the server to connect and to answer each request."`
+	JSDomain string        `name:"js-domain" env:"NATS_JS_DOMAIN" placeholder:"DOMAIN" help:"JetStream domain."`
+	Embedded string        `name:"embedded" env:"JSCTL_EMBEDDED" placeholder:"DIR" type:"path" help:"Run against an in-process JetStream server over store directory DIR."`
+	JSON     bool          `short:"j" name:"json" help:"Print JSON for scripts."`
+	TZ       string        `name:"tz" env:"JSCTL_TZ" placeholder:"ZONE" help:"Time zone for reading and printing times (IANA name, UTC or Local; default local)."`
+}
+
+// Env is what a command's Run receives: the global flags, the standard
+// streams, and a lazily opened connection.
+type Env struct {
+	Globals *Globals
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Stdin   io.Reader
+	// IsTerminal reports whether stdin and stdout are an interactive terminal.
+	IsTerminal bool
+	// Now is the clock (time.Now outside tests).
+	Now func() time.Time
+
+	loc    *time.Location
+	client *jsutil.Client
+}
+
+// Location is the zone of --tz.
+func (e *Env) Location() (*time.Location, error) {
+	if e.loc != nil {
+		return e.loc, nil
+	}
+	loc, err := jsutil.LoadLocation(e.Globals.TZ)
+	if err != nil {
+		return nil, err
+	}
+	e.loc = loc
+	return loc, nil
+}
+
+// ParseTime reads a time argument in --tz.
+func (e *Env) ParseTime(s string) (time.Time, error) {
+	loc, err := e.Location()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return jsutil.ParseTime(s, e.Now(), loc)
+}
+
+// ConnectOptions are the connection settings of the global flags.
+func (e *Env) ConnectOptions() jsutil.ConnectOptions {
+	g := e.Globals
+	return jsutil.ConnectOptions{
+		URL: g.Server, Context: g.Context, Creds: g.Creds, NKey: g.NKey,
+		User: g.User, Password: g.Password, Token: g.Token,
+		TLSCert: g.TLSCert, TLSKey: g.TLSKey, TLSCA: g.TLSCA,
+		Timeout: g.Timeout, JSDomain: g.JSDomain, Embedded: g.Embedded,
+	}
+}
+
+// Client connects on first use and returns the same connection afterwards.
+func (e *Env) Client(ctx context.Context) (*jsutil.Client, error) {
+	if e.client != nil {
+		return e.client, nil
+	}
+	c, err := jsutil.Connect(ctx, e.ConnectOptions())
+	if err != nil {
+		return nil, err
+	}
+	e.client = c
+	return c, nil
+}
+
+// Close closes the connection, if one was opened.
+func (e *Env) Close() {
+	if e.client != nil {
+		e.client.Close()
+		e.client = nil
+	}
+}
+
+// Printer returns an output printer over stdout in the --tz zone.
+func (e *Env) Printer() (*Printer, error) {
+	loc, err := e.Location()
+	if err != nil {
+		return nil, err
+	}
+	return &Printer{W: e.Stdout, JSON: e.Globals.JSON, Loc: loc}, nil
+}

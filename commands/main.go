@@ -1,0 +1,104 @@
+// Package commands is the jsctl command line: kong command structs (one file
+// per command), output, prompts and exit codes. It talks to JetStream only
+// through jsutil.
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+	_ "time/tzdata" // --tz works on machines without a zone database
+
+	"github.com/alecthomas/kong"
+	"github.com/jsctl/jsctl/jsutil"
+)
+
+// Main runs jsctl with args (without the program name) on the process's
+// standard streams and returns the exit code.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stdin) && isTerminal(os.Stdout))
+}
+
+// exitRequest is how kong's own exits (after --help) reach Run.
+type exitRequest struct{ code int }
+
+// Run runs jsctl with explicit streams; Main is Run on the process's own.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) (code int) {
+	cli := &CLI{}
+	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, Now: time.Now}
+	defer env.Close()
+	parser, err := newParser(cli, env, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
+		return ExitFailure
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(exitRequest); ok {
+				code = e.code
+				return
+			}
+			panic(r)
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			fmt.Fprintf(stderr, "run \"%s --help\" for usage\n", strings.TrimSpace("jsctl "+commandPath(pe.Context)))
+		}
+		return ExitUsage
+	}
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	err = kctx.Run()
+	if err == nil {
+		return ExitOK
+	}
+	if ctx.Err() != nil && !errors.Is(err, jsutil.ErrCancelled) {
+		err = jsutil.Classify(jsutil.ErrCancelled, err)
+	}
+	fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
+	return exitCode(err)
+}
+
+func commandPath(kctx *kong.Context) string {
+	if kctx == nil {
+		return ""
+	}
+	var parts []string
+	for _, f := range strings.Fields(kctx.Command()) {
+		if !strings.HasPrefix(f, "<") {
+			parts = append(parts, f)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func newParser(cli *CLI, env *Env, stdout, stderr io.Writer) (*kong.Kong, error) {
+	return kong.New(cli,
+		kong.Name("jsctl"),
+		kong.Description(rootHelp),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitRequest{code}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, WrapUpperBound: 100}),
+		kong.Vars{
+			"default_url": jsutil.DefaultURL,
+			"time_forms":  jsutil.TimeForms,
+		},
+		kong.Bind(env),
+	)
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,116 @@
+package commands
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Printer writes command output: tables and lines for people, JSON for
+// scripts.
+type Printer struct {
+	W    io.Writer
+	JSON bool
+	Loc  *time.Location
+}
+
+// PrintJSON writes v as indented JSON followed by a newline.
+func (p *Printer) PrintJSON(v any) error {
+	enc := json.NewEncoder(p.W)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// PrintJSONLine writes v as one line of JSON.
+func (p *Printer) PrintJSONLine(v any) error {
+	enc := json.NewEncoder(p.W)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// Printf writes formatted text.
+func (p *Printer) Printf(format string, args ...any) {
+	fmt.Fprintf(p.W, format, args...)
+}
+
+// Table writes rows under headers as a plain, aligned table.
+func (p *Printer) Table(headers []string, rows [][]string) error {
+	t := tablewriter.NewTable(p.W,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
+			},
+		})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithTrimSpace(tw.On),
+	)
+	t.Header(headers)
+	if err := t.Bulk(rows); err != nil {
+		return err
+	}
+	return t.Render()
+}
+
+// Time formats t for people in the printer's zone.
+func (p *Printer) Time(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.In(p.Loc).Format("2006-01-02 15:04:05.000000000 MST")
+}
+
+// JSONTime formats t for JSON: RFC 3339 with nanoseconds, in UTC.
+func JSONTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// Preview renders up to n bytes of a payload safely for a terminal: printable
+// text as is, anything else escaped, with a note when cut.
+func Preview(data []byte, n int) string {
+	var b strings.Builder
+	cut := false
+	if len(data) > n {
+		data, cut = data[:n], true
+	}
+	for len(data) > 0 {
+		r, size := utf8.DecodeRune(data)
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, data[0])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case !unicode.IsPrint(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		data = data[size:]
+	}
+	if cut {
+		b.WriteString("…")
+	}
+	return b.String()
+}

@@ -1,0 +1,54 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/jsctl/jsctl/jsutil"
+)
+
+// ServeCmd runs an embedded JetStream server in the foreground.
+type ServeCmd struct {
+	Store string `name:"store" required:"" type:"path" placeholder:"DIR" help:"JetStream store directory (created if missing)."`
+	Addr  string `name:"addr" default:"127.0.0.1:4222" placeholder:"HOST:PORT" help:"Address to listen on (port 0 picks a free port)."`
+}
+
+// Help is the long help of serve.
+func (ServeCmd) Help() string {
+	return `Runs a JetStream server over DIR until interrupted (SIGINT or SIGTERM), then shuts
+it down cleanly so nothing written to the store is lost. The first line printed is
+the client URL; point NATS_URL, -s or any NATS client at it.
+
+Examples:
+  jsctl serve --store ./data
+  jsctl serve --store ./data --addr 127.0.0.1:0     # a free port, printed on start
+  jsctl --embedded ./data seek ORDERS -1h           # later: the same store, in-process`
+}
+
+// Run serves until ctx is done.
+func (c *ServeCmd) Run(ctx context.Context, env *Env) error {
+	host, portStr, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return jsutil.Errorf(jsutil.ErrBadInput, "read --addr %q: %w", c.Addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return jsutil.Errorf(jsutil.ErrBadInput, "read --addr %q: port must be a number from 0 to 65535", c.Addr)
+	}
+	if port == 0 {
+		port = -1
+	}
+	s, err := jsutil.StartEmbedded(jsutil.EmbeddedOptions{StoreDir: c.Store, Listen: true, Host: host, Port: port})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, s.ClientURL())
+	fmt.Fprintf(env.Stderr, "jsctl: serving JetStream over %s; interrupt to stop\n", c.Store)
+	<-ctx.Done()
+	s.Shutdown()
+	s.WaitForShutdown()
+	fmt.Fprintln(env.Stderr, "jsctl: server stopped")
+	return nil
+}

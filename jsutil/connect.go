@@ -1,0 +1,339 @@
+package jsutil
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultURL is the server tried when no URL is given.
+const DefaultURL = nats.DefaultURL
+
+// ConnectOptions say how to reach a JetStream server. They mirror the global
+// flags of the nats CLI; values from a saved NATS context fill the fields
+// left empty.
+type ConnectOptions struct {
+	URL      string
+	Context  string // name of a saved nats CLI context; "" uses the selected one, if any
+	Creds    string
+	NKey     string
+	User     string
+	Password string
+	Token    string
+	TLSCert  string
+	TLSKey   string
+	TLSCA    string
+	Timeout  time.Duration
+	JSDomain string
+	// Embedded, when set, starts an in-process server over this store
+	// directory and connects to it without TCP.
+	Embedded string
+	// Name is the client connection name shown by the server.
+	Name string
+	// NoContext ignores saved contexts entirely.
+	NoContext bool
+}
+
+// Client is a connection to a JetStream server.
+type Client struct {
+	NC      *nats.Conn
+	JS      jetstream.JetStream
+	Timeout time.Duration
+	// URL is the server the client connected to ("embedded:DIR" for an
+	// embedded server).
+	URL      string
+	embedded *server.Server
+}
+
+// Close closes the connection and stops an embedded server.
+func (c *Client) Close() {
+	if c == nil {
+		return
+	}
+	if c.NC != nil {
+		_ = c.NC.Drain()
+		c.NC.Close()
+	}
+	if c.embedded != nil {
+		c.embedded.Shutdown()
+		c.embedded.WaitForShutdown()
+	}
+}
+
+// NATSContext is the part of a nats CLI saved context that jsctl uses.
+type NATSContext struct {
+	Name     string `json:"-"`
+	URL      string `json:"url"`
+	Token    string `json:"token"`
+	User     string `json:"user"`
+	Password string `json:"password"`
+	Creds    string `json:"creds"`
+	NKey     string `json:"nkey"`
+	Cert     string `json:"cert"`
+	Key      string `json:"key"`
+	CA       string `json:"ca"`
+	JSDomain string `json:"jetstream_domain"`
+}
+
+// natsConfigDir is where the nats CLI keeps its contexts.
+func natsConfigDir() (string, error) {
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "nats"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".config", "nats"), nil
+}
+
+// LoadNATSContext reads the nats CLI context called name, or the selected
+// context when name is empty. With no name and no selected context it
+// returns nil and no error.
+func LoadNATSContext(name string) (*NATSContext, error) {
+	dir, err := natsConfigDir()
+	if err != nil {
+		if name == "" {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("find nats contexts: %w", err)
+	}
+	if name == "" {
+		b, err := os.ReadFile(filepath.Join(dir, "context.txt"))
+		if err != nil {
+			return nil, nil
+		}
+		name = strings.TrimSpace(string(b))
+		if name == "" {
+			return nil, nil
+		}
+	}
+	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return nil, Errorf(ErrBadInput, "invalid context name %q", name)
+	}
+	path := filepath.Join(dir, "context", name+".json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, Errorf(ErrNotFound, "nats context %q not found (looked for %s)", name, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read nats context %q: %w", name, err)
+	}
+	nctx := &NATSContext{Name: name}
+	if err := json.Unmarshal(b, nctx); err != nil {
+		return nil, Errorf(ErrBadInput, "read nats context %q from %s: %w", name, path, err)
+	}
+	return nctx, nil
+}
+
+// Resolve fills the options' empty fields from the saved NATS context (the
+// named one, or the selected one) and returns the result.
+func (o ConnectOptions) Resolve() (ConnectOptions, error) {
+	if o.NoContext || o.Embedded != "" {
+		return o, nil
+	}
+	nctx, err := LoadNATSContext(o.Context)
+	if err != nil {
+		return o, err
+	}
+	if nctx == nil {
+		return o, nil
+	}
+	fill := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	fill(&o.URL, nctx.URL)
+	fill(&o.Token, nctx.Token)
+	fill(&o.User, nctx.User)
+	fill(&o.Password, nctx.Password)
+	fill(&o.Creds, nctx.Creds)
+	fill(&o.NKey, nctx.NKey)
+	fill(&o.TLSCert, nctx.Cert)
+	fill(&o.TLSKey, nctx.Key)
+	fill(&o.TLSCA, nctx.CA)
+	fill(&o.JSDomain, nctx.JSDomain)
+	return o, nil
+}
+
+// Connect resolves the options and connects. Errors wrap ErrConnection when
+// the server cannot be reached and name the URL that was tried; they never
+// contain credentials.
+func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
+	o, err := o.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	name := o.Name
+	if name == "" {
+		name = "jsctl"
+	}
+	nopts := []nats.Option{nats.Name(name), nats.Timeout(o.Timeout), nats.MaxReconnects(-1), nats.NoCallbacksAfterClientClose()}
+	c := &Client{Timeout: o.Timeout}
+	if o.Embedded != "" {
+		s, err := StartEmbedded(EmbeddedOptions{StoreDir: o.Embedded})
+		if err != nil {
+			return nil, err
+		}
+		c.embedded = s
+		c.URL = "embedded:" + o.Embedded
+		nopts = append(nopts, nats.InProcessServer(s))
+	} else {
+		auth, err := authOptions(o)
+		if err != nil {
+			return nil, err
+		}
+		nopts = append(nopts, auth...)
+		c.URL = o.URL
+		if c.URL == "" {
+			c.URL = DefaultURL
+		}
+	}
+	nc, err := connectWithin(ctx, c.URL, o.Timeout, nopts)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.NC = nc
+	var js jetstream.JetStream
+	if o.JSDomain != "" {
+		js, err = jetstream.NewWithDomain(nc, o.JSDomain)
+	} else {
+		js, err = jetstream.New(nc)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open jetstream: %w", err)
+	}
+	c.JS = js
+	return c, nil
+}
+
+// connectWithin dials the server, bounded by timeout and ctx.
+func connectWithin(ctx context.Context, url string, timeout time.Duration, opts []nats.Option) (*nats.Conn, error) {
+	type result struct {
+		nc  *nats.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		nc, err := nats.Connect(url, opts...)
+		ch <- result{nc, err}
+	}()
+	t := time.NewTimer(timeout + time.Second)
+	defer t.Stop()
+	shown := RedactURL(url)
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, connectError(shown, r.err)
+		}
+		return r.nc, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		return nil, Errorf(ErrCancelled, "connect to %s: %w", shown, ctx.Err())
+	case <-t.C:
+		go func() {
+			if r := <-ch; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		return nil, Errorf(ErrConnection, "connect to %s: no answer within %s", shown, timeout)
+	}
+}
+
+func connectError(url string, err error) error {
+	switch {
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
+		strings.Contains(strings.ToLower(err.Error()), "authorization"):
+		return Errorf(ErrPermission, "connect to %s: authorization failed (check --user/--password, --token, --creds or --nkey)", url)
+	case errors.Is(err, nats.ErrNoServers), errors.Is(err, syscall.ECONNREFUSED):
+		return Errorf(ErrConnection, "connect to %s: no server answered (connection refused)", url)
+	case errors.Is(err, nats.ErrTimeout), isNetTimeout(err):
+		return Errorf(ErrConnection, "connect to %s: timed out", url)
+	}
+	return Errorf(ErrConnection, "connect to %s: %w", url, err)
+}
+
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// RedactURL removes user information from each URL of a comma-separated
+// server list, so it can be printed.
+func RedactURL(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if at := strings.LastIndex(p, "@"); at >= 0 {
+			scheme := ""
+			if j := strings.Index(p, "://"); j >= 0 && j < at {
+				scheme = p[:j+3]
+			}
+			p = scheme + "***@" + p[at+1:]
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, ",")
+}
+
+func authOptions(o ConnectOptions) ([]nats.Option, error) {
+	var opts []nats.Option
+	if o.Creds != "" {
+		if _, err := os.Stat(o.Creds); err != nil {
+			return nil, Errorf(ErrBadInput, "credentials file %q: %w", o.Creds, err)
+		}
+		opts = append(opts, nats.UserCredentials(o.Creds))
+	}
+	if o.NKey != "" {
+		opt, err := nats.NkeyOptionFromSeed(o.NKey)
+		if err != nil {
+			return nil, Errorf(ErrBadInput, "nkey seed file %q: %w", o.NKey, err)
+		}
+		opts = append(opts, opt)
+	}
+	if o.User != "" {
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.Token != "" {
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, Errorf(ErrBadInput, "--tlscert and --tlskey must be given together")
+	}
+	if o.TLSCert != "" {
+		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))
+	}
+	if o.TLSCA != "" {
+		if _, err := os.Stat(o.TLSCA); err != nil {
+			return nil, Errorf(ErrBadInput, "tls ca file %q: %w", o.TLSCA, err)
+		}
+		opts = append(opts, nats.RootCAs(o.TLSCA))
+	}
+	return opts, nil
+}
+
+// WithTimeout returns a context bounded by the client's request timeout.
+func (c *Client) WithTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.Timeout)
+}
