@@ -14,7 +14,7 @@ type Globals struct {
 	Context  string        `name:"context" env:"NATS_CONTEXT" placeholder:"NAME" help:"Saved nats CLI context to use (flags override its values)."`
 	Creds    string        `name:"creds" env:"NATS_CREDS" placeholder:"FILE" help:"User credentials file."`
 	NKey     string        `name:"nkey" env:"NATS_NKEY" placeholder:"FILE" help:"User NKEY seed file."`
-	User     string        `name:"user" env:"NATS_USER" placeholder:"USER" help:"Username or token."`
+	User     string        `name:"user" env:"NATS_USER" placeholder:"USER" help:"User name (with --password)."`
 	Password string        `name:"password" env:"NATS_PASSWORD" placeholder:"PASSWORD" help:"Password."`
 	Token    string        `name:"token" env:"NATS_TOKEN" placeholder:"TOKEN" help:"Authentication token."`
 	TLSCert  string        `name:"tlscert" env:"NATS_CERT" placeholder:"FILE" help:"TLS client certificate."`
@@ -22,7 +22,7 @@ type Globals struct {
 	TLSCA    string        `name:"tlsca" env:"NATS_CA" placeholder:"FILE" help:"TLS certificate authority."`
 	Timeout  time.Duration `name:"timeout" env:"NATS_TIMEOUT" default:"5s" help:"Time to wait for the server to connect and to answer each request."`
 	JSDomain string        `name:"js-domain" env:"NATS_JS_DOMAIN" placeholder:"DOMAIN" help:"JetStream domain."`
-	Embedded string        `name:"embedded" env:"JSCTL_EMBEDDED" placeholder:"DIR" type:"path" help:"Run against an in-process JetStream server over store directory DIR."`
+	Embedded string        `name:"embedded" env:"JSCTL_EMBEDDED" placeholder:"DIR" help:"Run against an in-process JetStream server over store directory DIR."`
 	JSON     bool          `short:"j" name:"json" help:"Print JSON for scripts."`
 	TZ       string        `name:"tz" env:"JSCTL_TZ" placeholder:"ZONE" help:"Time zone for reading and printing times (IANA name, UTC or Local; default local)."`
 }
@@ -104,4 +104,18 @@ func (e *Env) Printer() (*Printer, error) {
 		return nil, err
 	}
 	return &Printer{W: e.Stdout, JSON: e.Globals.JSON, Loc: loc}, nil
+}
+
+// Session returns the connection and the printer, which most commands need
+// together.
+func (e *Env) Session(ctx context.Context) (*jsutil.Client, *Printer, error) {
+	p, err := e.Printer()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := e.Client(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, p, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +25,7 @@ import (
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // after the first signal, a second one kills at once
 	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stdin) && isTerminal(os.Stdout))
 }
 
@@ -49,7 +51,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			panic(r)
 		}
 	}()
-	kctx, err := parser.Parse(args)
+	kctx, err := parser.Parse(relativeTimeArgs(args))
 	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
 		var pe *kong.ParseError
@@ -63,6 +65,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return ExitOK
 	}
+	err = env.client.Explain(err) // a denied request times out; say why
 	if ctx.Err() != nil && !errors.Is(err, jsutil.ErrCancelled) {
 		err = jsutil.Classify(jsutil.ErrCancelled, err)
 	}
@@ -95,7 +98,30 @@ func newParser(cli *CLI, env *Env, stdout, stderr io.Writer) (*kong.Kong, error)
 			"time_forms":  jsutil.TimeForms,
 		},
 		kong.Bind(env),
+		kong.WithHyphenPrefixedParameters(true),
 	)
+}
+
+// relativeDuration matches a relative time written as a negative duration,
+// such as -90m or -1d12h.
+var relativeDuration = regexp.MustCompile(`^-(\d+(\.\d+)?(ns|us|µs|ms|s|m|h|d))+$`)
+
+// relativeTimeArgs rewrites arguments like "-90m" to "now-90m", which the
+// time parser reads the same way, so the command-line parser does not take
+// them for short flags. Arguments after "--" are left alone.
+func relativeTimeArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "--" {
+			copy(out[i:], args[i:])
+			break
+		}
+		if relativeDuration.MatchString(a) {
+			a = "now" + a
+		}
+		out[i] = a
+	}
+	return out
 }
 
 func isTerminal(f *os.File) bool {

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,7 +45,8 @@ func (p *Printer) Printf(format string, args ...any) {
 
 // Table writes rows under headers as a plain, aligned table.
 func (p *Printer) Table(headers []string, rows [][]string) error {
-	t := tablewriter.NewTable(p.W,
+	var buf bytes.Buffer
+	t := tablewriter.NewTable(&buf,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
 			Borders: tw.BorderNone,
 			Symbols: tw.NewSymbols(tw.StyleNone),
@@ -62,7 +64,23 @@ func (p *Printer) Table(headers []string, rows [][]string) error {
 	if err := t.Bulk(rows); err != nil {
 		return err
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	// The renderer pads every cell; trailing blanks only get in the way.
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		trimmed := strings.TrimRight(line, " \n")
+		if strings.HasSuffix(line, "\n") {
+			trimmed += "\n"
+		}
+		if _, err := io.WriteString(p.W, trimmed); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Time formats t for people in the printer's zone.

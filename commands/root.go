@@ -4,19 +4,23 @@ package commands
 type CLI struct {
 	Globals
 
-	Version VersionCmd `cmd:"" help:"Print the jsctl version and the Go version."`
+	Seek    SeekCmd    `cmd:"" help:"Find the stream sequence for a time."`
+	Stream  StreamCmd  `cmd:"" help:"Look at streams."`
 	Serve   ServeCmd   `cmd:"" help:"Run an embedded JetStream server in the foreground."`
+	Version VersionCmd `cmd:"" help:"Print the jsctl version and the Go version."`
 }
 
 const rootHelp = `A control-plane CLI for NATS JetStream: find the stream sequence for a time,
 move durable consumers there safely, and process streams without doing any message twice.
 
 Examples:
-  jsctl serve --store ./data                       # a development server on 127.0.0.1:4222
-  jsctl --embedded ./data version                  # any command against an in-process server
+  jsctl seek ORDERS "2026-11-29 10:00:00" --around 3  # the exact sequence for a time, with neighbours
+  jsctl stream timeline ORDERS --since -6h            # where traffic changed
+  jsctl serve --store ./data                          # a development server on 127.0.0.1:4222
+  jsctl --embedded ./data seek ORDERS -1h             # any command against an in-process server
 
 Times (everywhere a time is accepted):
   RFC 3339 (2026-11-29T10:00:00Z), "2026-11-29 10:00:05", "2026-11-29", "10:00:05" (today, in --tz),
-  Unix seconds/ms/ns (1764410400), @1764410400, now, -90m, "2h ago", now-1d12h, 1d.
+  Unix seconds/ms/µs/ns by magnitude (1764410400), @1764410400, now, -90m, "2h ago", now-1d12h, 1d.
 
 ` + exitCodesHelp

@@ -36,6 +36,11 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"server-restart": cmdServerRestart,
 		"server-stop":    cmdServerStop,
 		"server-start":   cmdServerStart,
+		"mask":           cmdMask,
+		"exit-code":      cmdExitCode,
+		"humantime":      cmdHumanTime,
+		"server-auth":    cmdServerAuth,
+		"server-silent":  cmdServerSilent,
 	}
 }
 

@@ -11,15 +11,18 @@ import (
 
 // ServeCmd runs an embedded JetStream server in the foreground.
 type ServeCmd struct {
-	Store string `name:"store" required:"" type:"path" placeholder:"DIR" help:"JetStream store directory (created if missing)."`
+	Store string `name:"store" required:"" placeholder:"DIR" help:"JetStream store directory (created if missing)."`
 	Addr  string `name:"addr" default:"127.0.0.1:4222" placeholder:"HOST:PORT" help:"Address to listen on (port 0 picks a free port)."`
 }
 
 // Help is the long help of serve.
 func (ServeCmd) Help() string {
 	return `Runs a JetStream server over DIR until interrupted (SIGINT or SIGTERM), then shuts
-it down cleanly so nothing written to the store is lost. The first line printed is
-the client URL; point NATS_URL, -s or any NATS client at it.
+it down cleanly so nothing written to the store is lost, and exits 0. The first line
+printed is the client URL; point NATS_URL, -s or any NATS client at it. The server
+has no authentication: keep it on a loopback address. DIR is locked while the
+server runs, so "jsctl --embedded DIR" meanwhile is refused (exit 5) rather than
+corrupting the store; use -s with the printed URL instead.
 
 Examples:
   jsctl serve --store ./data
@@ -29,6 +32,9 @@ Examples:
 
 // Run serves until ctx is done.
 func (c *ServeCmd) Run(ctx context.Context, env *Env) error {
+	if c.Store == "" {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--store must name a directory")
+	}
 	host, portStr, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return jsutil.Errorf(jsutil.ErrBadInput, "read --addr %q: %w", c.Addr, err)
@@ -47,8 +53,7 @@ func (c *ServeCmd) Run(ctx context.Context, env *Env) error {
 	fmt.Fprintln(env.Stdout, s.ClientURL())
 	fmt.Fprintf(env.Stderr, "jsctl: serving JetStream over %s; interrupt to stop\n", c.Store)
 	<-ctx.Done()
-	s.Shutdown()
-	s.WaitForShutdown()
+	s.Shutdown() // waits until the store is written and closed
 	fmt.Fprintln(env.Stderr, "jsctl: server stopped")
 	return nil
 }

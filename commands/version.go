@@ -10,27 +10,65 @@ type VersionCmd struct{}
 
 // Help is the long help of version.
 func (VersionCmd) Help() string {
-	return "Examples:\n  jsctl version\n  jsctl version --json"
+	return `Prints the jsctl module version, the Go version it was built with and, when the
+build recorded it, the source commit. It never connects to a server.
+
+Examples:
+  jsctl version
+  jsctl version --json`
+}
+
+// versionInfo is what version prints; --json prints it as is.
+type versionInfo struct {
+	Version  string `json:"version"`
+	Go       string `json:"go"`
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
 }
 
 // Run prints the version.
 func (VersionCmd) Run(env *Env) error {
-	v := moduleVersion()
+	v := buildVersion()
 	p, err := env.Printer()
 	if err != nil {
 		return err
 	}
 	if p.JSON {
-		return p.PrintJSON(map[string]string{"version": v, "go": runtime.Version()})
+		return p.PrintJSON(v)
 	}
-	p.Printf("jsctl %s (%s)\n", v, runtime.Version())
+	extra := ""
+	if v.Commit != "" {
+		extra = ", commit " + v.Commit
+		if v.Modified {
+			extra += " (modified)"
+		}
+	}
+	p.Printf("jsctl %s (%s%s)\n", v.Version, v.Go, extra)
 	return nil
 }
 
-func moduleVersion() string {
+// buildVersion reads the version the Go toolchain stamped into the binary:
+// the module version for `go install ...@version`, a pseudo-version or
+// "(devel)" for a local build, and the VCS commit when it was recorded.
+func buildVersion() versionInfo {
+	v := versionInfo{Version: "(devel)", Go: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Version == "" {
-		return "(devel)"
+	if !ok {
+		return v
 	}
-	return bi.Main.Version
+	if bi.Main.Version != "" {
+		v.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Commit = s.Value
+			if len(v.Commit) > 12 {
+				v.Commit = v.Commit[:12]
+			}
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
 }

@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -43,6 +43,11 @@ type ConnectOptions struct {
 	Name string
 	// NoContext ignores saved contexts entirely.
 	NoContext bool
+
+	// Set from a saved context only (the nats CLI has no flags for them).
+	jsAPIPrefix string
+	inboxPrefix string
+	tlsFirst    bool
 }
 
 // Client is a connection to a JetStream server.
@@ -53,8 +58,69 @@ type Client struct {
 	// URL is the server the client connected to ("embedded:DIR" for an
 	// embedded server).
 	URL      string
-	embedded *server.Server
+	embedded *EmbeddedServer
+
+	mu     sync.Mutex
+	denied error // the first permissions violation the server reported
 }
+
+// noteAsyncError records a permissions violation reported asynchronously by
+// the server. A request whose publish was denied gets no answer, so this is
+// the only trace of why it timed out.
+func (c *Client) noteAsyncError(err error) {
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.denied == nil {
+		c.denied = err
+	}
+}
+
+// Explain returns err classed as a permission error when it is a timeout or
+// a lost answer and the server reported a permissions violation on this
+// connection: a request the server refuses to route is never answered, so
+// without this it would look like a slow server. Other errors are returned
+// unchanged.
+func (c *Client) Explain(err error) error {
+	if err == nil || c == nil || errors.Is(err, ErrPermission) {
+		return err
+	}
+	c.mu.Lock()
+	denied := c.denied
+	c.mu.Unlock()
+	if denied == nil {
+		return err
+	}
+	if !errors.Is(err, ErrConnection) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+		return err
+	}
+	what := strings.TrimPrefix(denied.Error(), nats.ErrPermissionViolation.Error()+": ")
+	what = strings.TrimPrefix(what, "Permissions Violation for ")
+	if what != "" {
+		what = strings.ToLower(what[:1]) + what[1:]
+	}
+	msg := err.Error()
+	for _, suffix := range []string{": " + noAnswerText, ": " + context.DeadlineExceeded.Error(), ": " + nats.ErrTimeout.Error()} {
+		if strings.HasSuffix(msg, suffix) {
+			msg = strings.TrimSuffix(msg, suffix)
+			break
+		}
+	}
+	return Classify(ErrPermission, &explainedErr{msg: msg + ": permission denied (" + what + ")", err: err})
+}
+
+// noAnswerText is how Wrap words a request that timed out.
+const noAnswerText = "no answer from the server in time"
+
+type explainedErr struct {
+	msg string
+	err error
+}
+
+func (e *explainedErr) Error() string { return e.msg }
+func (e *explainedErr) Unwrap() error { return e.err }
 
 // Close closes the connection and stops an embedded server.
 func (c *Client) Close() {
@@ -67,7 +133,6 @@ func (c *Client) Close() {
 	}
 	if c.embedded != nil {
 		c.embedded.Shutdown()
-		c.embedded.WaitForShutdown()
 	}
 }
 
@@ -84,6 +149,10 @@ type NATSContext struct {
 	Key      string `json:"key"`
 	CA       string `json:"ca"`
 	JSDomain string `json:"jetstream_domain"`
+	// JSAPIPrefix, InboxPrefix and TLSFirst are honoured as the nats CLI does.
+	JSAPIPrefix string `json:"jetstream_api_prefix"`
+	InboxPrefix string `json:"inbox_prefix"`
+	TLSFirst    bool   `json:"tls_first"`
 }
 
 // natsConfigDir is where the nats CLI keeps its contexts.
@@ -125,7 +194,7 @@ func LoadNATSContext(name string) (*NATSContext, error) {
 	path := filepath.Join(dir, "context", name+".json")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, Errorf(ErrNotFound, "nats context %q not found (looked for %s)", name, path)
+		return nil, Errorf(ErrBadInput, "nats context %q not found (looked for %s)", name, path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read nats context %q: %w", name, err)
@@ -156,16 +225,34 @@ func (o ConnectOptions) Resolve() (ConnectOptions, error) {
 		}
 	}
 	fill(&o.URL, nctx.URL)
-	fill(&o.Token, nctx.Token)
-	fill(&o.User, nctx.User)
-	fill(&o.Password, nctx.Password)
-	fill(&o.Creds, nctx.Creds)
-	fill(&o.NKey, nctx.NKey)
-	fill(&o.TLSCert, nctx.Cert)
-	fill(&o.TLSKey, nctx.Key)
-	fill(&o.TLSCA, nctx.CA)
+	// Credentials are taken as a unit: any credential flag replaces all of
+	// the context's, so a context's creds file is never sent along with a
+	// user and password given on the command line.
+	if o.User == "" && o.Token == "" && o.Creds == "" && o.NKey == "" {
+		o.User, o.Token = nctx.User, nctx.Token
+		o.Creds, o.NKey = expandHome(nctx.Creds), expandHome(nctx.NKey)
+		fill(&o.Password, nctx.Password)
+	}
+	if o.TLSCert == "" && o.TLSKey == "" {
+		o.TLSCert, o.TLSKey = expandHome(nctx.Cert), expandHome(nctx.Key)
+	}
+	fill(&o.TLSCA, expandHome(nctx.CA))
 	fill(&o.JSDomain, nctx.JSDomain)
+	o.jsAPIPrefix, o.inboxPrefix, o.tlsFirst = nctx.JSAPIPrefix, nctx.InboxPrefix, nctx.TLSFirst
 	return o, nil
+}
+
+// expandHome expands a leading "~/" in a path from a saved context, as the
+// nats CLI does.
+func expandHome(p string) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, p[1:])
 }
 
 // Connect resolves the options and connects. Errors wrap ErrConnection when
@@ -183,8 +270,14 @@ func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 	if name == "" {
 		name = "jsctl"
 	}
-	nopts := []nats.Option{nats.Name(name), nats.Timeout(o.Timeout), nats.MaxReconnects(-1), nats.NoCallbacksAfterClientClose()}
 	c := &Client{Timeout: o.Timeout}
+	nopts := []nats.Option{
+		nats.Name(name), nats.Timeout(o.Timeout), nats.MaxReconnects(-1), nats.NoCallbacksAfterClientClose(),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { c.noteAsyncError(err) }),
+	}
+	if o.inboxPrefix != "" {
+		nopts = append(nopts, nats.CustomInboxPrefix(o.inboxPrefix))
+	}
 	if o.Embedded != "" {
 		s, err := StartEmbedded(EmbeddedOptions{StoreDir: o.Embedded})
 		if err != nil {
@@ -211,10 +304,16 @@ func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 	}
 	c.NC = nc
 	var js jetstream.JetStream
-	if o.JSDomain != "" {
-		js, err = jetstream.NewWithDomain(nc, o.JSDomain)
-	} else {
-		js, err = jetstream.New(nc)
+	// Requests made without a deadline of their own wait --timeout, not
+	// the jetstream package's default.
+	jsOpts := []jetstream.JetStreamOpt{jetstream.WithDefaultTimeout(o.Timeout)}
+	switch {
+	case o.JSDomain != "":
+		js, err = jetstream.NewWithDomain(nc, o.JSDomain, jsOpts...)
+	case o.jsAPIPrefix != "":
+		js, err = jetstream.NewWithAPIPrefix(nc, o.jsAPIPrefix, jsOpts...)
+	default:
+		js, err = jetstream.New(nc, jsOpts...)
 	}
 	if err != nil {
 		c.Close()
@@ -297,23 +396,32 @@ func RedactURL(s string) string {
 	return strings.Join(parts, ",")
 }
 
+// authOptions turns credentials and TLS settings into client options.
+// Like the nats CLI, a user, a credentials file and an nkey seed are
+// alternatives (in that order of preference); a token may go with any.
+// Files are checked here so a wrong path is a usage error naming the file.
 func authOptions(o ConnectOptions) ([]nats.Option, error) {
 	var opts []nats.Option
-	if o.Creds != "" {
-		if _, err := os.Stat(o.Creds); err != nil {
+	if o.Password != "" && o.User == "" {
+		return nil, Errorf(ErrBadInput, "--password needs --user")
+	}
+	switch {
+	case o.User != "":
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	case o.Creds != "":
+		if err := readable(o.Creds); err != nil {
 			return nil, Errorf(ErrBadInput, "credentials file %q: %w", o.Creds, err)
 		}
 		opts = append(opts, nats.UserCredentials(o.Creds))
-	}
-	if o.NKey != "" {
+	case o.NKey != "":
+		if err := readable(o.NKey); err != nil {
+			return nil, Errorf(ErrBadInput, "nkey seed file %q: %w", o.NKey, err)
+		}
 		opt, err := nats.NkeyOptionFromSeed(o.NKey)
 		if err != nil {
 			return nil, Errorf(ErrBadInput, "nkey seed file %q: %w", o.NKey, err)
 		}
 		opts = append(opts, opt)
-	}
-	if o.User != "" {
-		opts = append(opts, nats.UserInfo(o.User, o.Password))
 	}
 	if o.Token != "" {
 		opts = append(opts, nats.Token(o.Token))
@@ -322,15 +430,36 @@ func authOptions(o ConnectOptions) ([]nats.Option, error) {
 		return nil, Errorf(ErrBadInput, "--tlscert and --tlskey must be given together")
 	}
 	if o.TLSCert != "" {
+		for _, f := range []string{o.TLSCert, o.TLSKey} {
+			if err := readable(f); err != nil {
+				return nil, Errorf(ErrBadInput, "tls file %q: %w", f, err)
+			}
+		}
 		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))
 	}
 	if o.TLSCA != "" {
-		if _, err := os.Stat(o.TLSCA); err != nil {
+		if err := readable(o.TLSCA); err != nil {
 			return nil, Errorf(ErrBadInput, "tls ca file %q: %w", o.TLSCA, err)
 		}
 		opts = append(opts, nats.RootCAs(o.TLSCA))
 	}
+	if o.tlsFirst {
+		opts = append(opts, nats.TLSHandshakeFirst())
+	}
 	return opts, nil
+}
+
+// readable reports why a file cannot be read, if it cannot.
+func readable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return pe.Err
+		}
+		return err
+	}
+	return f.Close()
 }
 
 // WithTimeout returns a context bounded by the client's request timeout.

@@ -12,27 +12,44 @@ import (
 // and help text.
 const TimeForms = `RFC 3339 ("2026-11-29T10:00:00Z", "2026-11-29T10:00:00.5+01:00"), ` +
 	`"2026-11-29 10:00:05", "2026-11-29 10:00", "2026-11-29", "10:00:05" (today), ` +
-	`Unix seconds, milliseconds or nanoseconds ("1764410400"), "@1764410400", ` +
+	`Unix seconds, milliseconds, microseconds or nanoseconds ("1764410400"), "@1764410400", ` +
 	`"now", or a time relative to now ("-90m", "2h ago", "now-1d12h", "1d")`
 
-// zoned layouts are read in the caller's zone.
+// zonedLayouts are read as a wall clock in the caller's zone.
 var zonedLayouts = []string{
 	"2006-01-02T15:04:05.999999999",
 	"2006-01-02 15:04:05.999999999",
-	"2006-01-02 15:04",
 	"2006-01-02T15:04",
+	"2006-01-02 15:04",
 	"2006-01-02",
 }
 
-// ParseTime reads a point in time in any of the forms of TimeForms.
-// Forms without an offset are read in loc (UTC when nil); relative forms and
-// "now" are relative to now.
+// ParseTime reads a point in time in any of the forms of TimeForms:
+//
+//   - RFC 3339, with or without a fraction; the offset is honoured (a space
+//     may stand for the "T", and "t" and "z" may be lower case);
+//   - a date and wall clock without an offset ("2006-01-02 15:04:05",
+//     "2006-01-02 15:04", "2006-01-02", and the same with "T"), read in loc;
+//   - a wall clock alone ("15:04:05", "15:04", with an optional fraction):
+//     that time today in loc;
+//   - Unix time as digits with an optional fraction, whose magnitude picks
+//     the unit: below 1e11 seconds, below 1e14 milliseconds, below 1e17
+//     microseconds, otherwise nanoseconds; "@N" is always seconds;
+//   - "now"; a duration before now ("-90m", "90m", "2h ago", "now-1d12h",
+//     "1d") or after it ("+10m", "now+10m"). Durations may use days (d).
+//
+// A wall clock that falls twice in loc (when clocks go back) means the
+// earlier instant; one that does not exist (when clocks go forward) is moved
+// forward by the gap, so "02:30" on the spring-forward day in Europe/Berlin
+// is 03:30 CEST. Forms without an offset are read in loc (UTC when nil).
+//
+// An unreadable time is an error wrapping ErrBadInput that names the
+// accepted forms.
 func ParseTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
-	in := strings.TrimSpace(s)
-	t, ok := parseTime(in, now, loc)
+	t, ok := parseTime(strings.TrimSpace(s), now, loc)
 	if !ok {
 		return time.Time{}, Errorf(ErrBadInput, "cannot read time %q: use %s", s, TimeForms)
 	}
@@ -47,26 +64,30 @@ func parseTime(in string, now time.Time, loc *time.Location) (time.Time, bool) {
 	if lower == "now" {
 		return now, true
 	}
-	if t, err := time.Parse(time.RFC3339Nano, in); err == nil {
-		return t, true
-	}
-	// RFC 3339 with a space instead of T and an offset.
-	if t, err := time.Parse("2006-01-02 15:04:05.999999999Z07:00", in); err == nil {
-		return t, true
-	}
-	for _, layout := range zonedLayouts {
-		if t, err := time.ParseInLocation(layout, in, loc); err == nil {
-			return t, true
+	if looksLikeDate(in) {
+		// RFC 3339 allows a lower-case "t" and "z" and, in its profile of
+		// ISO 8601, a space for the "T".
+		up := strings.ToUpper(in)
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00"} {
+			if t, err := time.Parse(layout, up); err == nil {
+				return t, true
+			}
 		}
+		for _, layout := range zonedLayouts {
+			if w, err := time.Parse(layout, up); err == nil {
+				return inZone(w, loc), true
+			}
+		}
+		return time.Time{}, false
 	}
 	for _, layout := range []string{"15:04:05.999999999", "15:04"} {
 		if c, err := time.Parse(layout, in); err == nil {
 			y, m, d := now.In(loc).Date()
-			return time.Date(y, m, d, c.Hour(), c.Minute(), c.Second(), c.Nanosecond(), loc), true
+			return inZone(time.Date(y, m, d, c.Hour(), c.Minute(), c.Second(), c.Nanosecond(), time.UTC), loc), true
 		}
 	}
-	if strings.HasPrefix(in, "@") {
-		return parseUnix(in[1:], true)
+	if rest, ok := strings.CutPrefix(in, "@"); ok {
+		return parseUnix(rest, true)
 	}
 	if t, ok := parseUnix(in, false); ok {
 		return t, true
@@ -74,13 +95,47 @@ func parseTime(in string, now time.Time, loc *time.Location) (time.Time, bool) {
 	return parseRelative(lower, now)
 }
 
+// looksLikeDate reports whether s starts with YYYY-MM-DD.
+func looksLikeDate(s string) bool {
+	return len(s) >= 10 && s[4] == '-' && s[7] == '-' && allDigits(s[:4]) && allDigits(s[5:7]) && allDigits(s[8:10])
+}
+
+// inZone reads the wall clock of w (whose zone is ignored) in loc. A wall
+// clock that occurs twice gives the earlier instant; one that does not occur
+// (skipped by a forward jump) is read with the offset in force before the
+// jump, which moves it forward by the size of the gap.
+func inZone(w time.Time, loc *time.Location) time.Time {
+	wall := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), time.UTC)
+	_, before := wall.Add(-36 * time.Hour).In(loc).Zone()
+	_, at := wall.In(loc).Zone()
+	_, after := wall.Add(36 * time.Hour).In(loc).Zone()
+	var best time.Time
+	found := false
+	for _, off := range []int{before, at, after} {
+		u := wall.Add(-time.Duration(off) * time.Second)
+		l := u.In(loc)
+		if sameWall(l, wall) && (!found || u.Before(best)) {
+			best, found = u, true
+		}
+	}
+	if !found {
+		best = wall.Add(-time.Duration(before) * time.Second)
+	}
+	return best.In(loc)
+}
+
+func sameWall(a, b time.Time) bool {
+	ay, am, ad := a.Date()
+	by, bm, bd := b.Date()
+	ah, amin, as := a.Clock()
+	bh, bmin, bs := b.Clock()
+	return ay == by && am == bm && ad == bd && ah == bh && amin == bmin && as == bs && a.Nanosecond() == b.Nanosecond()
+}
+
 // parseUnix reads digits (with an optional fraction) as a Unix time. With
 // secondsOnly the value is seconds; otherwise the magnitude decides between
 // seconds, milliseconds, microseconds and nanoseconds.
 func parseUnix(s string, secondsOnly bool) (time.Time, bool) {
-	if s == "" || strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
-		return time.Time{}, false
-	}
 	intPart, frac, hasFrac := strings.Cut(s, ".")
 	if intPart == "" || !allDigits(intPart) || (hasFrac && (frac == "" || !allDigits(frac))) {
 		return time.Time{}, false
@@ -89,32 +144,28 @@ func parseUnix(s string, secondsOnly bool) (time.Time, bool) {
 	if err != nil {
 		return time.Time{}, false
 	}
-	scale := int64(1) // nanoseconds per unit
+	unit := int64(1) // nanoseconds per unit
 	switch {
 	case secondsOnly || n < 1e11:
-		scale = 1e9
+		unit = 1e9
 	case n < 1e14:
-		scale = 1e6
+		unit = 1e6
 	case n < 1e17:
-		scale = 1e3
+		unit = 1e3
 	}
-	if n > math.MaxInt64/scale {
-		return time.Time{}, false
-	}
-	ns := n * scale
+	perSec := 1e9 / unit // units per second
+	sec, rem := n/perSec, n%perSec
+	ns := rem * unit
 	if hasFrac {
-		if len(frac) > 9 {
-			frac = frac[:9]
-		}
-		f, _ := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
-		ns += f * scale / 1e9
+		f, _ := strconv.ParseInt((frac + "000000000")[:9], 10, 64) // fraction in 1e-9 units
+		ns += f * unit / 1e9
 	}
-	return time.Unix(0, ns).UTC(), true
+	return time.Unix(sec, ns).UTC(), true
 }
 
 func allDigits(s string) bool {
-	for _, r := range s {
-		if r < '0' || r > '9' {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}
@@ -122,14 +173,20 @@ func allDigits(s string) bool {
 }
 
 // parseRelative reads "-90m", "90m" (both in the past), "2h ago",
-// "now-1d12h" and "now+10m".
+// "now-1d12h" and "now+10m", "+10m" (in the future).
 func parseRelative(s string, now time.Time) (time.Time, bool) {
 	sign := time.Duration(-1)
 	switch {
-	case strings.HasPrefix(s, "now-"):
-		s = s[4:]
-	case strings.HasPrefix(s, "now+"):
-		s, sign = s[4:], 1
+	case strings.HasPrefix(s, "now"):
+		rest := strings.TrimSpace(s[3:])
+		switch {
+		case strings.HasPrefix(rest, "-"):
+			s = strings.TrimSpace(rest[1:])
+		case strings.HasPrefix(rest, "+"):
+			s, sign = strings.TrimSpace(rest[1:]), 1
+		default:
+			return time.Time{}, false
+		}
 	case strings.HasSuffix(s, " ago"):
 		s = strings.TrimSpace(strings.TrimSuffix(s, " ago"))
 	case strings.HasPrefix(s, "-"):
@@ -137,41 +194,77 @@ func parseRelative(s string, now time.Time) (time.Time, bool) {
 	case strings.HasPrefix(s, "+"):
 		s, sign = s[1:], 1
 	}
+	if s == "" || s[0] == '-' || s[0] == '+' {
+		return time.Time{}, false
+	}
 	d, err := ParseDuration(s)
-	if err != nil || d < 0 {
+	if err != nil {
 		return time.Time{}, false
 	}
 	return now.Add(sign * d), true
 }
 
-// ParseDuration reads a Go duration that may also use days ("1d12h",
-// "2d", "90m", "1.5h").
+// ParseDuration reads a non-negative Go duration that may also start with
+// days ("1d12h", "2d", "1.5d", "90m", "1.5h"). Errors wrap ErrBadInput.
 func ParseDuration(s string) (time.Duration, error) {
 	in := strings.TrimSpace(s)
+	bad := Errorf(ErrBadInput, "cannot read duration %q: use a number and unit such as 90s, 15m, 2h or 1d12h", s)
 	if in == "" {
-		return 0, Errorf(ErrBadInput, "cannot read duration %q: use a number and unit such as 90s, 15m, 2h or 1d12h", s)
+		return 0, bad
 	}
-	var days float64
+	var total time.Duration
 	rest := in
 	if i := strings.IndexByte(in, 'd'); i >= 0 {
-		v, err := strconv.ParseFloat(in[:i], 64)
-		if err != nil || v < 0 || strings.ContainsAny(in[:i], "eEinfINF+-") {
-			return 0, Errorf(ErrBadInput, "cannot read duration %q: use a number and unit such as 90s, 15m, 2h or 1d12h", s)
+		days, ok := parseDays(in[:i])
+		if !ok {
+			return 0, bad
 		}
-		days, rest = v, in[i+1:]
+		total, rest = days, in[i+1:]
 	}
-	var d time.Duration
 	if rest != "" {
-		var err error
-		if d, err = time.ParseDuration(rest); err != nil || d < 0 {
-			return 0, Errorf(ErrBadInput, "cannot read duration %q: use a number and unit such as 90s, 15m, 2h or 1d12h", s)
+		if rest[0] == '-' || rest[0] == '+' {
+			return 0, bad
 		}
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			if strings.Contains(err.Error(), "overflow") {
+				return 0, Errorf(ErrBadInput, "duration %q is too long", s)
+			}
+			return 0, bad
+		}
+		if total > math.MaxInt64-d {
+			return 0, Errorf(ErrBadInput, "duration %q is too long", s)
+		}
+		total += d
 	}
-	total := days*float64(24*time.Hour) + float64(d)
-	if total > math.MaxInt64 {
-		return 0, Errorf(ErrBadInput, "duration %q is too long", s)
+	return total, nil
+}
+
+// parseDays reads "D" or "D.F" (decimal digits only) as a number of days,
+// exactly to the nanosecond for up to nine fraction digits.
+func parseDays(s string) (time.Duration, bool) {
+	intPart, frac, hasFrac := strings.Cut(s, ".")
+	if intPart == "" && hasFrac {
+		intPart = "0"
 	}
-	return time.Duration(total), nil
+	if intPart == "" || !allDigits(intPart) || (hasFrac && (frac == "" || !allDigits(frac))) {
+		return 0, false
+	}
+	const day = 24 * time.Hour
+	n, err := strconv.ParseInt(intPart, 10, 64)
+	if err != nil || n > int64(math.MaxInt64/day) {
+		return 0, false
+	}
+	d := time.Duration(n) * day
+	if hasFrac {
+		f, _ := strconv.ParseInt((frac + "000000000")[:9], 10, 64) // in 1e-9 days
+		fd := time.Duration(f) * (day / 1e9)
+		if d > math.MaxInt64-fd {
+			return 0, false
+		}
+		d += fd
+	}
+	return d, true
 }
 
 // FormatDistance renders a signed duration briefly ("+1.25s", "-3m0s").

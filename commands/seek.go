@@ -1,0 +1,183 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/seek"
+)
+
+// seekPreviewBytes is how much of a payload the human output shows.
+const seekPreviewBytes = 48
+
+// SeekCmd finds the stream sequence for a time.
+type SeekCmd struct {
+	Stream   string `arg:"" predictor:"stream" help:"Stream to search."`
+	Time     string `arg:"" predictor:"time" help:"Time to look for (any form listed under Times in jsctl --help)."`
+	Mode     string `name:"mode" enum:"after,before,nearest" default:"after" predictor:"enum" help:"Which message the time selects: after (the first at or after it), before (the last at or before it) or nearest (the closest)."`
+	Subject  string `name:"subject" placeholder:"FILTER" help:"Only count messages on subjects matching FILTER (wildcards allowed)."`
+	Around   int    `name:"around" placeholder:"N" default:"0" help:"Also show N matching messages on each side."`
+	Strategy string `name:"strategy" enum:"auto,server,bisect" default:"auto" predictor:"enum" help:"Lookup: the server's time index, a client-side binary search, or auto (server, falling back to bisect) (${enum})."`
+}
+
+// Help is the long help of seek.
+func (SeekCmd) Help() string {
+	return `Finds the exact stream sequence for a wall-clock time, using the server's time
+index (one request) or, on servers without it, a binary search over message
+timestamps. Deleted, purged and expired messages do not confuse it.
+
+"sequence" is where a consumer reset to this time would start: the message
+found or, when none qualifies, the stream's next sequence (after, nearest) or
+its first sequence (before).
+
+Examples:
+  jsctl seek ORDERS "2026-11-29 10:00"
+  jsctl seek ORDERS -90m --mode before --around 3
+  jsctl seek ORDERS 2026-11-29T10:00:00Z --subject 'orders.eu.>' --json
+  jsctl seek ORDERS "2h ago" --mode nearest --strategy bisect`
+}
+
+// Validate checks the flags.
+func (c *SeekCmd) Validate() error {
+	if c.Around < 0 {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--around must not be negative, got %d", c.Around)
+	}
+	return nil
+}
+
+// Run seeks and prints the result.
+func (c *SeekCmd) Run(ctx context.Context, env *Env) error {
+	target, err := env.ParseTime(c.Time)
+	if err != nil {
+		return err
+	}
+	cl, p, err := env.Session(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := seek.Seek(ctx, cl.JS, c.Stream, target, seek.Options{
+		Mode: seek.Mode(c.Mode), Subject: c.Subject, Strategy: seek.Strategy(c.Strategy), Around: c.Around,
+	})
+	if err != nil {
+		return err
+	}
+	if p.JSON {
+		return p.PrintJSON(seekJSONOf(res))
+	}
+	return printSeek(p, res, c.Around)
+}
+
+// seekMessageJSON is one message in seek's JSON.
+type seekMessageJSON struct {
+	Sequence uint64 `json:"sequence"`
+	Time     string `json:"time"`
+	Subject  string `json:"subject"`
+	Size     int    `json:"size"`
+	// OffsetNS is the message time minus the target, in nanoseconds.
+	OffsetNS int64  `json:"offset_ns"`
+	Preview  string `json:"preview"`
+}
+
+// seekJSON is seek's --json output (design.md "seek").
+type seekJSON struct {
+	Stream     string            `json:"stream"`
+	Target     string            `json:"target"`
+	Mode       string            `json:"mode"`
+	Subject    string            `json:"subject"`
+	Sequence   uint64            `json:"sequence"`
+	Message    *seekMessageJSON  `json:"message"`
+	Neighbours []seekMessageJSON `json:"neighbours"`
+	Strategy   string            `json:"strategy"`
+	FirstSeq   uint64            `json:"first_seq"`
+	LastSeq    uint64            `json:"last_seq"`
+}
+
+func seekJSONOf(r *seek.Result) seekJSON {
+	msg := func(m seek.Message) seekMessageJSON {
+		return seekMessageJSON{
+			Sequence: m.Sequence, Time: JSONTime(m.Time), Subject: m.Subject, Size: m.Size,
+			OffsetNS: m.Time.Sub(r.Target).Nanoseconds(), Preview: Preview(m.Data, seekPreviewBytes),
+		}
+	}
+	out := seekJSON{
+		Stream: r.Stream, Target: JSONTime(r.Target), Mode: string(r.Mode), Subject: r.Subject,
+		Sequence: r.Sequence, Neighbours: []seekMessageJSON{}, Strategy: string(r.Used),
+		FirstSeq: r.FirstSeq, LastSeq: r.LastSeq,
+	}
+	if r.Message != nil {
+		m := msg(*r.Message)
+		out.Message = &m
+	}
+	for _, n := range r.Neighbours {
+		out.Neighbours = append(out.Neighbours, msg(n))
+	}
+	return out
+}
+
+// offsetText says how far t is from the target, in words.
+func offsetText(t, target time.Time) string {
+	d := t.Sub(target)
+	switch {
+	case d == 0:
+		return "exactly at the target"
+	case d > 0:
+		return d.String() + " after the target"
+	}
+	return (-d).String() + " before the target"
+}
+
+// shortOffset is offsetText for a table cell.
+func shortOffset(t, target time.Time) string {
+	d := t.Sub(target)
+	if d > 0 {
+		return "+" + d.String()
+	}
+	return d.String()
+}
+
+func printSeek(p *Printer, r *seek.Result, around int) error {
+	filter := ""
+	if r.Subject != "" {
+		filter = fmt.Sprintf(" on subjects %q", r.Subject)
+	}
+	p.Printf("Stream:   %s\n", r.Stream)
+	p.Printf("Target:   %s (%s)\n", p.Time(r.Target), r.Mode)
+	if m := r.Message; m != nil {
+		p.Printf("Message:  sequence %d%s\n", m.Sequence, filter)
+		p.Printf("Time:     %s, %s\n", p.Time(m.Time), offsetText(m.Time, r.Target))
+		p.Printf("Subject:  %s\n", m.Subject)
+		p.Printf("Size:     %d bytes\n", m.Size)
+		p.Printf("Preview:  %s\n", Preview(m.Data, seekPreviewBytes))
+	} else {
+		var why string
+		switch r.Mode {
+		case seek.Before:
+			why = "no message%s at or before the target; a consumer reset to it starts at the first sequence"
+		case seek.After:
+			why = "no message%s at or after the target; a consumer reset to it starts with the next message stored"
+		default:
+			why = "no message%s in the stream; a consumer reset to it starts with the next message stored"
+		}
+		p.Printf("Message:  "+why+"\n", filter)
+	}
+	p.Printf("Sequence: %d\n", r.Sequence)
+	if around == 0 || len(r.Neighbours) == 0 {
+		return nil
+	}
+	p.Printf("\n")
+	rows := make([][]string, 0, len(r.Neighbours))
+	for _, n := range r.Neighbours {
+		mark := ""
+		if r.Message != nil && n.Sequence == r.Message.Sequence {
+			mark = ">"
+		}
+		rows = append(rows, []string{
+			mark, strconv.FormatUint(n.Sequence, 10), p.Time(n.Time), shortOffset(n.Time, r.Target),
+			n.Subject, strconv.Itoa(n.Size), Preview(n.Data, seekPreviewBytes),
+		})
+	}
+	return p.Table([]string{"", "SEQ", "TIME", "FROM TARGET", "SUBJECT", "SIZE", "PREVIEW"}, rows)
+}

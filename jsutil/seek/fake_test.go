@@ -1,0 +1,149 @@
+package seek
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// fakeStream answers message gets from a list, the way the server's
+// $JS.API.STREAM.MSG.GET handler does (start_time → the first sequence
+// with time ≥ start_time; seq alone → exactly that sequence; next_by_subj →
+// the first matching message at or after the sequence). It lets the tests
+// use timestamps a real server rarely produces: runs of equal times.
+type fakeStream struct {
+	msgs        []Message // in sequence order, deleted ones left out
+	first, last uint64
+}
+
+func (f *fakeStream) stream() string { return "FAKE" }
+
+func (f *fakeStream) info(context.Context) (streamState, error) {
+	return streamState{Msgs: uint64(len(f.msgs)), FirstSeq: f.first, LastSeq: f.last,
+		NumDeleted: int(f.last-f.first+1) - len(f.msgs)}, nil
+}
+
+func (f *fakeStream) get(_ context.Context, req getRequest) (*Message, error) {
+	seq := req.Seq
+	if req.StartTime != nil {
+		seq = f.last + 1
+		for _, m := range f.msgs {
+			if !m.Time.Before(*req.StartTime) {
+				seq = m.Sequence
+				break
+			}
+		}
+	}
+	for i := range f.msgs {
+		m := f.msgs[i]
+		if req.NextFor == "" {
+			if m.Sequence == seq {
+				return &m, nil
+			}
+			continue
+		}
+		if m.Sequence >= seq && subjectMatches(req.NextFor, m.Subject) {
+			return &m, nil
+		}
+	}
+	return nil, nil
+}
+
+// TestRandomizedEqualTimes checks every mode × filter × strategy against
+// the answer found by looking at every message, on streams where many
+// messages share a timestamp and sequences are missing.
+func TestRandomizedEqualTimes(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -seek.seed=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	subjects := []string{"r.a", "r.b", "r.c.x", "r.c.y"}
+	filters := []string{"", "r.a", "r.c.>", "r.*", "none.x"}
+	for round := 0; round < 12; round++ {
+		f := &fakeStream{first: 1 + uint64(rng.IntN(50))}
+		now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+		n := rng.IntN(120)
+		for i := 0; i < n; i++ {
+			seq := f.first + uint64(i)
+			f.last = seq
+			if rng.IntN(3) == 0 {
+				now = now.Add(time.Duration(rng.IntN(3)) * time.Microsecond)
+			}
+			if rng.IntN(5) == 0 || (i > 30 && i < 50 && round%2 == 0) {
+				continue // deleted (single, or a long run)
+			}
+			f.msgs = append(f.msgs, Message{Sequence: seq, Time: now, Subject: subjects[rng.IntN(len(subjects))], Data: []byte(fmt.Sprint(i))})
+		}
+		if f.last == 0 {
+			f.last = f.first - 1 // empty or purged
+		}
+		var targets []time.Time
+		for _, m := range f.msgs {
+			targets = append(targets, m.Time, m.Time.Add(-time.Nanosecond), m.Time.Add(time.Nanosecond), m.Time.Add(time.Microsecond/2))
+		}
+		targets = append(targets, now.Add(-time.Hour), now.Add(time.Hour))
+		getters := []struct {
+			name     string
+			g        getter
+			strategy Strategy
+		}{
+			{"server", f, Server},
+			{"bisect", f, Bisect},
+			{"auto-old", oldServer{getter: f}, Auto},
+		}
+		for _, g := range getters {
+			for _, mode := range []Mode{After, Before, Nearest} {
+				for _, filter := range filters {
+					for _, target := range targets {
+						want, wantSeq := expect(f.msgs, f.first, f.last, target, mode, filter)
+						res, err := seekWith(context.Background(), g.g, target, Options{Mode: mode, Subject: filter, Strategy: g.strategy, Around: 2})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if msgString(res.Message) != msgString(want) || res.Sequence != wantSeq {
+							t.Fatalf("round %d %s %s %q %s: got %s seq %d, want %s seq %d", round, g.name, mode, filter,
+								target.Format(time.RFC3339Nano), msgString(res.Message), res.Sequence, msgString(want), wantSeq)
+						}
+						checkNeighbours(t, f.msgs, res, filter, 2)
+					}
+				}
+			}
+		}
+	}
+}
+
+// checkNeighbours checks res.Neighbours against the messages around
+// res.Sequence.
+func checkNeighbours(t *testing.T, msgs []Message, res *Result, filter string, around int) {
+	t.Helper()
+	var before, after []Message
+	for _, m := range msgs {
+		if !subjectMatches(filter, m.Subject) {
+			continue
+		}
+		if m.Sequence < res.Sequence {
+			before = append(before, m)
+		} else if len(after) < around+1 {
+			after = append(after, m)
+		}
+	}
+	if len(before) > around {
+		before = before[len(before)-around:]
+	}
+	if res.Message == nil && len(after) > around {
+		after = after[:around]
+	}
+	want := append(before, after...)
+	if len(want) != len(res.Neighbours) {
+		t.Fatalf("%s %q at %d: %d neighbours, want %d", res.Mode, filter, res.Sequence, len(res.Neighbours), len(want))
+	}
+	for i := range want {
+		if want[i].Sequence != res.Neighbours[i].Sequence {
+			t.Fatalf("%s %q at %d: neighbour %d is #%d, want #%d", res.Mode, filter, res.Sequence, i, res.Neighbours[i].Sequence, want[i].Sequence)
+		}
+	}
+}

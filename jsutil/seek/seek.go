@@ -1,0 +1,280 @@
+// Package seek finds the stream sequence for a wall-clock time in a NATS
+// JetStream stream: the first message at or after the time, the last one at
+// or before it, or the nearest, optionally within a subject filter.
+//
+// The lookup uses the server's time index (a stream message-get request with
+// start_time, answered from the store's own binary search) and falls back to
+// a client-side binary search over message timestamps on servers that do not
+// honour start_time. Neither reads the stream from the start.
+//
+// Like the server's own index, seek assumes that message timestamps do not
+// decrease as sequences grow, which holds for messages stored by one leader
+// whose clock does not step backwards.
+package seek
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Mode says which message a time selects.
+type Mode string
+
+// Modes.
+const (
+	// After selects the first message with time ≥ target (JetStream's
+	// DeliverByStartTime semantics). It is the default.
+	After Mode = "after"
+	// Before selects the last message with time ≤ target.
+	Before Mode = "before"
+	// Nearest selects the message closest in time to the target. It chooses
+	// between After's message and the last message before the target; when
+	// both are equally far, After's (the later one) wins, and an exact hit
+	// is After's message (the first of several with the same time, so a
+	// consumer starting there misses none of them).
+	Nearest Mode = "nearest"
+)
+
+// Strategy says how the lookup is done.
+type Strategy string
+
+// Strategies.
+const (
+	// Auto uses the server's time index and falls back to Bisect when the
+	// server's reply shows that it ignored start_time. It is the default.
+	Auto Strategy = "auto"
+	// Server uses only the server's time index (start_time); a server that
+	// does not honour it is an error wrapping ErrUnsupported.
+	Server Strategy = "server"
+	// Bisect binary-searches message timestamps on the client with
+	// sequence-based message gets, which every JetStream server answers.
+	Bisect Strategy = "bisect"
+)
+
+// ErrUnsupported marks a server that does not honour start_time in message
+// get requests (only returned for Strategy Server).
+var ErrUnsupported = errors.New("server does not support seeking by time (start_time)")
+
+// Options tune Seek. The zero value seeks the first message at or after the
+// target on any subject.
+type Options struct {
+	Mode     Mode     // After (default), Before or Nearest
+	Subject  string   // filter subject, may have wildcards; "" = all
+	Strategy Strategy // Auto (default), Server or Bisect
+	Around   int      // neighbours on each side to return
+}
+
+// Message is one stored message.
+type Message struct {
+	Sequence uint64    `json:"sequence"`
+	Time     time.Time `json:"time"`
+	Subject  string    `json:"subject"`
+	Size     int       `json:"size"` // payload bytes
+	Data     []byte    `json:"-"`    // payload (for previews)
+}
+
+// Result is the outcome of Seek.
+type Result struct {
+	Stream  string
+	Target  time.Time
+	Mode    Mode
+	Subject string
+	// Sequence is the position a consumer reset to this time would start
+	// from. It is always set: the message's sequence, or when no message
+	// qualifies LastSeq+1 for After and Nearest and the first sequence for
+	// Before.
+	Sequence uint64
+	// Message is the chosen message, nil when no message qualifies.
+	Message *Message
+	// Neighbours are, in sequence order, up to Around messages (matching
+	// the filter) before Sequence, the chosen message, and up to Around
+	// messages after it (after Sequence, from Sequence, when Message is nil).
+	Neighbours []Message
+	// Used is the strategy actually used (Server or Bisect).
+	Used Strategy
+	// FirstSeq and LastSeq are the stream state seen.
+	FirstSeq, LastSeq uint64
+}
+
+// Seek finds the message of stream selected by target and opts.
+//
+// Errors: an unknown stream wraps jsutil.ErrNotFound; a bad mode or strategy
+// wraps jsutil.ErrBadInput; other failures are classed by jsutil.Wrap.
+func Seek(ctx context.Context, js jetstream.JetStream, stream string, target time.Time, opts Options) (*Result, error) {
+	if err := opts.normalize(); err != nil {
+		return nil, err
+	}
+	g, err := newAPIGetter(js, stream)
+	if err != nil {
+		return nil, err
+	}
+	return seekWith(ctx, g, target, opts)
+}
+
+// normalize fills defaults and checks the options.
+func (o *Options) normalize() error {
+	switch o.Mode {
+	case "":
+		o.Mode = After
+	case After, Before, Nearest:
+	default:
+		return jsutil.Errorf(jsutil.ErrBadInput, "unknown seek mode %q: use after, before or nearest", o.Mode)
+	}
+	switch o.Strategy {
+	case "":
+		o.Strategy = Auto
+	case Auto, Server, Bisect:
+	default:
+		return jsutil.Errorf(jsutil.ErrBadInput, "unknown seek strategy %q: use auto, server or bisect", o.Strategy)
+	}
+	if o.Around < 0 {
+		return jsutil.Errorf(jsutil.ErrBadInput, "around must not be negative, got %d", o.Around)
+	}
+	return nil
+}
+
+// seekWith runs a seek over g; tests use it with a getter that imitates
+// older servers.
+func seekWith(ctx context.Context, g getter, target time.Time, opts Options) (*Result, error) {
+	s := &searcher{g: g, filter: opts.Subject}
+	res := &Result{Stream: g.stream(), Target: target, Mode: opts.Mode, Subject: opts.Subject}
+
+	msg, used, err := s.find(ctx, target, opts.Mode, opts.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	res.Used = used
+	res.FirstSeq, res.LastSeq = s.state.FirstSeq, s.state.LastSeq
+	res.Message = msg
+	switch {
+	case msg != nil:
+		res.Sequence = msg.Sequence
+	case opts.Mode == Before:
+		res.Sequence = max(s.state.FirstSeq, 1)
+	default:
+		res.Sequence = s.state.LastSeq + 1
+	}
+	if opts.Around > 0 || msg != nil {
+		res.Neighbours, err = s.neighbours(ctx, res.Sequence, msg, opts.Around)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// searcher holds one seek's view of the stream.
+type searcher struct {
+	g      getter
+	filter string
+	state  streamState
+	loaded bool
+	// rounds counts message-get requests (for tests and benchmarks).
+	rounds int
+}
+
+// find returns the message selected by target and mode (nil when none
+// qualifies) and the strategy used. It also loads s.state.
+func (s *searcher) find(ctx context.Context, target time.Time, mode Mode, strategy Strategy) (*Message, Strategy, error) {
+	// The message at or after this time is the pivot: After's answer, the
+	// one just past Before's answer (start at target+1ns, the first time
+	// greater than target), and one of Nearest's two candidates.
+	pivotTime := target
+	if mode == Before {
+		pivotTime = target.Add(time.Nanosecond)
+	}
+	pivot, used, err := s.firstAtOrAfter(ctx, pivotTime, strategy)
+	if err != nil {
+		return nil, "", err
+	}
+	if mode == After || (mode == Nearest && pivot != nil && pivot.Time.Equal(target)) {
+		return pivot, used, nil
+	}
+	end := s.state.LastSeq + 1
+	if pivot != nil {
+		end = pivot.Sequence
+	}
+	prev, err := s.lastBefore(ctx, end)
+	if err != nil {
+		return nil, "", err
+	}
+	if mode == Before {
+		return prev, used, nil
+	}
+	switch {
+	case prev == nil:
+		return pivot, used, nil
+	case pivot == nil:
+		return prev, used, nil
+	case pivot.Time.Sub(target) <= target.Sub(prev.Time):
+		return pivot, used, nil
+	}
+	return prev, used, nil
+}
+
+// firstAtOrAfter returns the first matching message with time ≥ t.
+func (s *searcher) firstAtOrAfter(ctx context.Context, t time.Time, strategy Strategy) (*Message, Strategy, error) {
+	if strategy == Bisect {
+		if err := s.loadState(ctx); err != nil {
+			return nil, "", err
+		}
+		m, err := s.bisect(ctx, t)
+		return m, Bisect, err
+	}
+	m, honoured, err := s.serverFirstAtOrAfter(ctx, t)
+	if err != nil {
+		return nil, "", err
+	}
+	if honoured {
+		return m, Server, nil
+	}
+	if strategy == Server {
+		return nil, "", fmt.Errorf("seek stream %q: %w", s.g.stream(), ErrUnsupported)
+	}
+	m, err = s.bisect(ctx, t)
+	return m, Bisect, err
+}
+
+// neighbours returns up to n matching messages before pos, the chosen
+// message (when not nil) and up to n matching messages after it.
+func (s *searcher) neighbours(ctx context.Context, pos uint64, chosen *Message, n int) ([]Message, error) {
+	var before []Message
+	end := pos
+	for len(before) < n {
+		m, err := s.lastBefore(ctx, end)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			break
+		}
+		before = append(before, *m)
+		end = m.Sequence
+	}
+	out := make([]Message, 0, len(before)+1+n)
+	for i := len(before) - 1; i >= 0; i-- {
+		out = append(out, before[i])
+	}
+	next := pos
+	if chosen != nil {
+		out = append(out, *chosen)
+		next = chosen.Sequence + 1
+	}
+	for i := 0; i < n; i++ {
+		m, err := s.next(ctx, next)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			break
+		}
+		out = append(out, *m)
+		next = m.Sequence + 1
+	}
+	return out, nil
+}
