@@ -6,6 +6,8 @@ type CLI struct {
 
 	Seek    SeekCmd    `cmd:"" help:"Find the stream sequence for a time."`
 	Stream  StreamCmd  `cmd:"" help:"Look at streams."`
+	Consume ConsumeCmd `cmd:"" help:"Run a command once per message, idempotently (ack records in KV)."`
+	Acks    AcksCmd    `cmd:"" help:"Inspect and manage ack records (ls, get, forget, stats, compact)."`
 	Serve   ServeCmd   `cmd:"" help:"Run an embedded JetStream server in the foreground."`
 	Version VersionCmd `cmd:"" help:"Print the jsctl version and the Go version."`
 }

@@ -30,17 +30,24 @@ type serverKey struct{}
 // usage. Feature test files add theirs here.
 func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		"stream-add":     cmdStreamAdd,
-		"pub":            cmdPub,
-		"msgtime":        cmdMsgTime,
-		"server-restart": cmdServerRestart,
-		"server-stop":    cmdServerStop,
-		"server-start":   cmdServerStart,
-		"mask":           cmdMask,
-		"exit-code":      cmdExitCode,
-		"humantime":      cmdHumanTime,
-		"server-auth":    cmdServerAuth,
-		"server-silent":  cmdServerSilent,
+		"stream-add":      cmdStreamAdd,
+		"pub":             cmdPub,
+		"msgtime":         cmdMsgTime,
+		"server-restart":  cmdServerRestart,
+		"server-stop":     cmdServerStop,
+		"server-start":    cmdServerStart,
+		"mask":            cmdMask,
+		"exit-code":       cmdExitCode,
+		"humantime":       cmdHumanTime,
+		"server-auth":     cmdServerAuth,
+		"server-silent":   cmdServerSilent,
+		"consumer-add":    cmdConsumerAdd,
+		"consumer-fetch":  cmdConsumerFetch,
+		"consumer-wait":   cmdConsumerWait,
+		"consumer-bind":   cmdConsumerBind,
+		"consumer-config": cmdConsumerConfig,
+		"kv-add":          cmdKVAdd,
+		"kv-put":          cmdKVPut,
 	}
 }
 

@@ -1,0 +1,133 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/acks"
+)
+
+// AcksCmd groups the ack-record commands.
+type AcksCmd struct {
+	Ls      AcksLsCmd      `cmd:"" help:"List ack records (filter by scope, state, sequence or time)."`
+	Get     AcksGetCmd     `cmd:"" help:"Show one ack record."`
+	Forget  AcksForgetCmd  `cmd:"" help:"Delete ack records so their messages run again (a plan unless --execute)."`
+	Stats   AcksStatsCmd   `cmd:"" help:"Count records per scope, with each scope's floor."`
+	Compact AcksCompactCmd `cmd:"" help:"Delete done records at or below each scope's floor."`
+}
+
+// acksBucketFlag is the --bucket flag of the acks commands.
+type acksBucketFlag struct {
+	Bucket string `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"KV bucket of the ack records."`
+}
+
+// open opens the existing bucket (the acks commands never create it).
+func (b acksBucketFlag) open(ctx context.Context, env *Env) (*acks.Store, error) {
+	cl, err := env.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return acks.OpenExisting(ctx, cl.JS, b.Bucket)
+}
+
+// acksFilterFlags select records by state, stream sequence and time.
+type acksFilterFlags struct {
+	State   string `name:"state" placeholder:"STATE" help:"Only records in this state: claim, done or failed."`
+	FromSeq uint64 `name:"from-seq" placeholder:"N" help:"Only records for stream sequence N or later."`
+	ToSeq   uint64 `name:"to-seq" placeholder:"N" help:"Only records for stream sequence N or earlier."`
+	Since   string `name:"since" placeholder:"TIME" predictor:"time" help:"Only records written at or after TIME."`
+	Until   string `name:"until" placeholder:"TIME" predictor:"time" help:"Only records written at or before TIME."`
+}
+
+func (f acksFilterFlags) validate() error {
+	if f.State != "" {
+		if _, err := acks.ParseState(f.State); err != nil {
+			return err
+		}
+	}
+	if f.FromSeq != 0 && f.ToSeq != 0 && f.FromSeq > f.ToSeq {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--from-seq %d is after --to-seq %d", f.FromSeq, f.ToSeq)
+	}
+	return nil
+}
+
+// filter builds the library filter; scope is the encoded scope or "".
+func (f acksFilterFlags) filter(env *Env, scope string) (acks.Filter, error) {
+	out := acks.Filter{Scope: scope, State: acks.State(f.State), FromSeq: f.FromSeq, ToSeq: f.ToSeq}
+	var err error
+	if f.Since != "" {
+		if out.Since, err = env.ParseTime(f.Since); err != nil {
+			return out, err
+		}
+	}
+	if f.Until != "" {
+		if out.Until, err = env.ParseTime(f.Until); err != nil {
+			return out, err
+		}
+	}
+	if !out.Since.IsZero() && !out.Until.IsZero() && out.Since.After(out.Until) {
+		return out, jsutil.Errorf(jsutil.ErrBadInput, "--since is after --until")
+	}
+	return out, nil
+}
+
+// acksRecordJSON is one record in --json output.
+type acksRecordJSON struct {
+	Scope        string `json:"scope"`
+	Key          string `json:"key"`
+	KeyFrom      string `json:"key_from"`
+	KVKey        string `json:"kv_key"`
+	State        string `json:"state"`
+	Seq          uint64 `json:"seq"`
+	Time         string `json:"time"`
+	Revision     uint64 `json:"revision"`
+	Fence        uint64 `json:"fence"`
+	Deliveries   uint64 `json:"deliveries"`
+	Worker       string `json:"worker"`
+	Hash         string `json:"hash"`
+	LeaseExpires string `json:"lease_expires,omitempty"`
+	Size         int    `json:"size"`
+}
+
+func acksRecordOf(r acks.Record) acksRecordJSON {
+	j := acksRecordJSON{
+		Scope: acks.ScopeDisplay(r.Scope), Key: r.Key, KeyFrom: string(r.KeyFrom), KVKey: r.KVKey,
+		State: string(r.State), Seq: r.Seq, Time: JSONTime(r.Time), Revision: r.Revision, Fence: r.Fence,
+		Deliveries: r.Deliveries, Worker: r.Worker, Hash: r.Hash, Size: r.Size,
+	}
+	if !r.LeaseExpires.IsZero() {
+		j.LeaseExpires = JSONTime(r.LeaseExpires)
+	}
+	return j
+}
+
+func acksRecordsOf(recs []acks.Record) []acksRecordJSON {
+	out := make([]acksRecordJSON, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, acksRecordOf(r))
+	}
+	return out
+}
+
+// acksTable prints records as a table.
+func acksTable(p *Printer, recs []acks.Record) error {
+	rows := make([][]string, 0, len(recs))
+	for _, r := range recs {
+		lease := "-"
+		if !r.LeaseExpires.IsZero() {
+			lease = p.Time(r.LeaseExpires)
+		}
+		rows = append(rows, []string{
+			acks.ScopeDisplay(r.Scope), Preview([]byte(r.Key), 40), string(r.KeyFrom), strconv.FormatUint(r.Seq, 10),
+			string(r.State), p.Time(r.Time), strconv.FormatUint(r.Fence, 10), strconv.FormatUint(r.Deliveries, 10), r.Worker, lease,
+		})
+	}
+	return p.Table([]string{"SCOPE", "KEY", "KEY FROM", "SEQ", "STATE", "TIME", "FENCE", "DELIVERIES", "WORKER", "LEASE EXPIRES"}, rows)
+}
+
+// reportCorrupt notes a corrupt record on standard error.
+func reportCorrupt(env *Env, err error) {
+	fmt.Fprintf(env.Stderr, "jsctl: warning: %v (skipped)\n", err)
+}

@@ -1,0 +1,103 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/acks"
+)
+
+// AcksGetCmd shows one ack record.
+type AcksGetCmd struct {
+	acksBucketFlag
+	Scope string `arg:"" predictor:"scope" help:"Scope of the record (e.g. ORDERS.billing)."`
+	Key   string `arg:"" optional:"" help:"Dedup key: the key header's value, or the stream sequence of a message without it."`
+	Seq   uint64 `name:"seq" placeholder:"N" help:"Find the record made for stream sequence N instead (whatever its key)."`
+}
+
+// Help is the long help of acks get.
+func (AcksGetCmd) Help() string {
+	return `Shows one ack record: its state, the stream sequence it was made for, the fencing
+token, the worker and, for a claim, when its lease runs out. KEY is looked up first
+as a key-header value, then (when it is a number) as a stream sequence key.
+
+Examples:
+  jsctl acks get ORDERS.billing order-1234
+  jsctl acks get ORDERS.billing 42
+  jsctl acks get ORDERS.billing --seq 42 --json`
+}
+
+// Validate checks the arguments.
+func (c *AcksGetCmd) Validate() error {
+	if (c.Key == "") == (c.Seq == 0) {
+		return jsutil.Errorf(jsutil.ErrBadInput, "give either KEY or --seq")
+	}
+	return nil
+}
+
+// Run prints the record.
+func (c *AcksGetCmd) Run(ctx context.Context, env *Env) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	st, err := c.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	scope := acks.ScopeName(c.Scope)
+	if err := st.KnownScope(ctx, scope); err != nil {
+		return err
+	}
+	r, err := c.find(ctx, st, scope)
+	if err != nil {
+		return err
+	}
+	if p.JSON {
+		return p.PrintJSON(acksRecordOf(r))
+	}
+	lease := "-"
+	if !r.LeaseExpires.IsZero() {
+		lease = p.Time(r.LeaseExpires)
+	}
+	rows := [][]string{
+		{"Scope", acks.ScopeDisplay(r.Scope)},
+		{"Key", Preview([]byte(r.Key), 200) + " (" + string(r.KeyFrom) + ")"},
+		{"KV key", r.KVKey},
+		{"State", string(r.State)},
+		{"Stream sequence", strconv.FormatUint(r.Seq, 10)},
+		{"Written", p.Time(r.Time)},
+		{"Revision", strconv.FormatUint(r.Revision, 10)},
+		{"Fence", strconv.FormatUint(r.Fence, 10)},
+		{"Deliveries", strconv.FormatUint(r.Deliveries, 10)},
+		{"Worker", r.Worker},
+		{"Payload hash", r.Hash},
+		{"Lease expires", lease},
+	}
+	for _, row := range rows {
+		p.Printf("%-16s %s\n", row[0]+":", row[1])
+	}
+	return nil
+}
+
+func (c *AcksGetCmd) find(ctx context.Context, st *acks.Store, scope string) (acks.Record, error) {
+	if c.Seq != 0 {
+		recs, err := st.List(ctx, acks.Filter{Scope: scope, FromSeq: c.Seq, ToSeq: c.Seq})
+		if err != nil {
+			return acks.Record{}, err
+		}
+		if len(recs) == 0 {
+			return acks.Record{}, jsutil.Errorf(jsutil.ErrNotFound, "no ack record for stream sequence %d in scope %q of bucket %q", c.Seq, c.Scope, c.Bucket)
+		}
+		return recs[0], nil
+	}
+	r, err := st.Get(ctx, scope, acks.KeyFromHeader, c.Key)
+	if errors.Is(err, jsutil.ErrNotFound) {
+		if _, perr := strconv.ParseUint(c.Key, 10, 64); perr == nil {
+			return st.Get(ctx, scope, acks.KeyFromSequence, c.Key)
+		}
+	}
+	return r, err
+}

@@ -1,0 +1,75 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/jsctl/jsctl/jsutil/acks"
+)
+
+// AcksStatsCmd counts records per scope.
+type AcksStatsCmd struct {
+	acksBucketFlag
+	Scope string `name:"scope" placeholder:"NAME" predictor:"scope" help:"Only this scope; default every scope in the bucket."`
+}
+
+// Help is the long help of acks stats.
+func (AcksStatsCmd) Help() string {
+	return `Counts each scope's records by state, their size, their sequence range, the scope's
+floor (every message at or below it is done) and how many done records
+"jsctl acks compact" would delete.
+
+Examples:
+  jsctl acks stats
+  jsctl acks stats --scope ORDERS.billing --json`
+}
+
+// Run prints the statistics.
+func (c *AcksStatsCmd) Run(ctx context.Context, env *Env) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	st, err := c.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	var scopes []string
+	if c.Scope != "" {
+		scopes = []string{acks.ScopeName(c.Scope)}
+	} else if scopes, err = st.Scopes(ctx); err != nil {
+		return err
+	}
+	stats := make([]acks.ScopeStats, 0, len(scopes))
+	for _, sc := range scopes {
+		s, err := st.Stats(ctx, sc)
+		if err != nil {
+			return err
+		}
+		stats = append(stats, s)
+	}
+	if p.JSON {
+		return p.PrintJSON(stats)
+	}
+	if len(stats) == 0 {
+		p.Printf("No ack records in bucket %s.\n", c.Bucket)
+		return nil
+	}
+	rows := make([][]string, 0, len(stats))
+	for _, s := range stats {
+		rows = append(rows, []string{
+			s.Scope, strconv.Itoa(s.Records), strconv.Itoa(s.Claims), strconv.Itoa(s.Done), strconv.Itoa(s.Failed),
+			strconv.Itoa(s.Corrupt), fmt.Sprint(s.Bytes), seqText(s.MinSeq), seqText(s.MaxSeq), strconv.FormatUint(s.Floor, 10),
+			strconv.Itoa(s.Compactable),
+		})
+	}
+	return p.Table([]string{"SCOPE", "RECORDS", "CLAIMS", "DONE", "FAILED", "CORRUPT", "BYTES", "MIN SEQ", "MAX SEQ", "FLOOR", "COMPACTABLE"}, rows)
+}
+
+func seqText(s uint64) string {
+	if s == 0 {
+		return "-"
+	}
+	return strconv.FormatUint(s, 10)
+}

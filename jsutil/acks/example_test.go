@@ -1,0 +1,64 @@
+package acks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Process a stream idempotently: the second consumer shares the first one's
+// records, so its replay of the same messages runs no handler.
+func Example() {
+	dir, _ := os.MkdirTemp("", "acks-example")
+	defer os.RemoveAll(dir)
+	srv, err := jsutil.StartEmbedded(jsutil.EmbeddedOptions{StoreDir: dir})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Shutdown()
+	nc, _ := nats.Connect("", nats.InProcessServer(srv))
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	_, _ = js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	for i := 1; i <= 3; i++ {
+		_, _ = js.Publish(ctx, fmt.Sprintf("orders.%d", i), []byte("order"))
+	}
+	store, err := acks.Open(ctx, js) // creates the JSCTL_ACKS bucket
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	handler := func(ctx context.Context, d acks.Delivery) error {
+		// d.Fence is the claim's revision: pass it to systems that can
+		// refuse writes from a worker whose lease was taken over.
+		fmt.Printf("handling %s (seq %d)\n", d.Subject, d.Seq)
+		return nil // an error would release the claim and nak the message
+	}
+	for _, name := range []string{"billing", "billing-replay"} {
+		cons, _ := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy})
+		sum, err := store.Consume(ctx, cons, handler,
+			acks.WithScope(acks.DefaultScope("ORDERS", "billing")),
+			acks.WithMaxMessages(3))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: processed %d, duplicates %d\n", name, sum.Processed, sum.Duplicates)
+	}
+	// Output:
+	// handling orders.1 (seq 1)
+	// handling orders.2 (seq 2)
+	// handling orders.3 (seq 3)
+	// billing: processed 3, duplicates 0
+	// billing-replay: processed 0, duplicates 3
+}

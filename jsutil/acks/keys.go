@@ -1,0 +1,141 @@
+package acks
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	"github.com/jsctl/jsctl/jsutil"
+)
+
+// Key layout in the bucket. Every token is a jsutil.KeyToken, so any legal
+// stream, consumer, scope or header value maps to a valid KV key:
+//
+//	r.<scope tokens...>.<dedup>   one ack record
+//	f.<scope tokens...>           the scope's floor record
+//
+// A scope is one or more tokens joined by '.'; the dedup token is always
+// the last token of a record key, so "r.<scope>.*" lists exactly the
+// records of one scope (and not those of a longer scope that starts with
+// the same tokens). The dedup token is "h" + KeyToken(header value) for a
+// key taken from the key header, "g" + the hex SHA-256 of a header value
+// whose token would be longer than maxKeyToken (the value itself is then
+// kept in the record), or "s" + the stream sequence.
+const (
+	recordPrefix = "r."
+	floorPrefix  = "f."
+)
+
+// KeyKind says where a record's dedup key came from.
+type KeyKind string
+
+// Key kinds.
+const (
+	KeyFromHeader   KeyKind = "header"
+	KeyFromSequence KeyKind = "sequence"
+)
+
+// DefaultScope is the scope of a consumer that does not share its records:
+// "STREAM.CONSUMER", each part encoded with jsutil.KeyToken.
+func DefaultScope(stream, consumer string) string {
+	return jsutil.KeyToken(stream) + "." + jsutil.KeyToken(consumer)
+}
+
+// ScopeName encodes a user-chosen scope name (as given to --scope) into a
+// scope: each '.'-separated part is encoded with jsutil.KeyToken, so
+// ScopeName("ORDERS.billing") == DefaultScope("ORDERS", "billing").
+func ScopeName(name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = jsutil.KeyToken(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// ScopeDisplay turns a scope back into the name a person gave
+// (the reverse of ScopeName). A token that does not decode is kept as is.
+func ScopeDisplay(scope string) string {
+	parts := strings.Split(scope, ".")
+	for i, p := range parts {
+		if d, err := jsutil.KeyTokenDecode(p); err == nil {
+			parts[i] = d
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+// CheckScope reports whether scope is a well-formed scope: one or more
+// '.'-separated tokens, each exactly as jsutil.KeyToken writes it.
+func CheckScope(scope string) error {
+	if scope == "" {
+		return jsutil.Errorf(jsutil.ErrBadInput, "empty ack scope")
+	}
+	for _, tok := range strings.Split(scope, ".") {
+		d, err := jsutil.KeyTokenDecode(tok)
+		if err != nil || tok == "" || jsutil.KeyToken(d) != tok {
+			return jsutil.Errorf(jsutil.ErrBadInput, "bad ack scope %q: token %q is not a key token (build scopes with DefaultScope or ScopeName)", scope, tok)
+		}
+	}
+	return nil
+}
+
+// maxKeyToken bounds the encoded header token, so that keys stay far below
+// the server's subject length limits whatever the header holds.
+const maxKeyToken = 200
+
+// dedupToken is the last token of a record key.
+func dedupToken(kind KeyKind, key string) string {
+	if kind == KeyFromHeader {
+		if tok := jsutil.KeyToken(key); len(tok) <= maxKeyToken {
+			return "h" + tok
+		}
+		h := sha256.Sum256([]byte(key))
+		return "g" + hex.EncodeToString(h[:])
+	}
+	return "s" + key
+}
+
+// hashedKey reports whether key's record key holds a hash of it (so the
+// record must keep the key itself).
+func hashedKey(kind KeyKind, key string) bool {
+	return kind == KeyFromHeader && len(jsutil.KeyToken(key)) > maxKeyToken
+}
+
+// parseDedupToken reverses dedupToken.
+func parseDedupToken(tok string) (KeyKind, string, bool) {
+	if len(tok) < 2 {
+		return "", "", false
+	}
+	switch tok[0] {
+	case 'h':
+		v, err := jsutil.KeyTokenDecode(tok[1:])
+		return KeyFromHeader, v, err == nil
+	case 'g':
+		return KeyFromHeader, "", len(tok) == 65 // the key is in the record's value
+	case 's':
+		_, err := strconv.ParseUint(tok[1:], 10, 64)
+		return KeyFromSequence, tok[1:], err == nil
+	}
+	return "", "", false
+}
+
+func recordKey(scope string, kind KeyKind, key string) string {
+	return recordPrefix + scope + "." + dedupToken(kind, key)
+}
+
+func floorKey(scope string) string { return floorPrefix + scope }
+
+// parseRecordKey splits a record key into scope and dedup key.
+func parseRecordKey(k string) (scope string, kind KeyKind, key string, ok bool) {
+	if !strings.HasPrefix(k, recordPrefix) {
+		return "", "", "", false
+	}
+	rest := k[len(recordPrefix):]
+	i := strings.LastIndexByte(rest, '.')
+	if i <= 0 {
+		return "", "", "", false
+	}
+	kind, key, ok = parseDedupToken(rest[i+1:])
+	return rest[:i], kind, key, ok
+}

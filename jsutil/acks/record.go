@@ -1,0 +1,143 @@
+package acks
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+)
+
+// State is the state of an ack record.
+type State string
+
+// Record states. A claim is held by a running handler under a lease (a
+// per-key TTL); done means the handler succeeded; failed means the handler
+// failed on the consumer's last allowed delivery (kept so that the floor
+// never covers a message that was not done).
+const (
+	StateClaim  State = "claim"
+	StateDone   State = "done"
+	StateFailed State = "failed"
+)
+
+// ParseState reads a state name.
+func ParseState(s string) (State, error) {
+	switch State(s) {
+	case StateClaim, StateDone, StateFailed:
+		return State(s), nil
+	}
+	return "", jsutil.Errorf(jsutil.ErrBadInput, "unknown ack record state %q (want claim, done or failed)", s)
+}
+
+// Record is one ack record.
+type Record struct {
+	// Scope is the record's scope (see DefaultScope).
+	Scope string `json:"scope"`
+	// Key is the dedup key: the key header's value, or the stream sequence
+	// in decimal.
+	Key     string  `json:"key"`
+	KeyFrom KeyKind `json:"key_from"`
+	// KVKey is the key in the bucket.
+	KVKey string `json:"kv_key"`
+	// Revision is the KV revision of the record's current value.
+	Revision uint64 `json:"revision"`
+	// Time is when the current value was written.
+	Time  time.Time `json:"time"`
+	State State     `json:"state"`
+	// Seq is the stream sequence of the message the record was made for.
+	Seq uint64 `json:"seq"`
+	// Hash identifies the payload (a truncated SHA-256, hex).
+	Hash string `json:"hash"`
+	// Worker names the process that wrote the record.
+	Worker string `json:"worker"`
+	// Fence is the revision of the claim that led to this value: the
+	// fencing token handed to the handler.
+	Fence uint64 `json:"fence"`
+	// Deliveries is the message's delivery count when it was claimed.
+	Deliveries uint64 `json:"deliveries"`
+	// LeaseExpires is when a claim's lease runs out unless renewed (zero for
+	// done and failed records).
+	LeaseExpires time.Time `json:"lease_expires,omitzero"`
+	// Size is the number of bytes of the stored value.
+	Size int `json:"size"`
+}
+
+// value is the stored form of a record: short field names keep records small.
+type value struct {
+	State      State  `json:"s"`
+	Seq        uint64 `json:"q"`
+	Hash       string `json:"h,omitempty"`
+	Worker     string `json:"w,omitempty"`
+	Fence      uint64 `json:"f,omitempty"`
+	Deliveries uint64 `json:"d,omitempty"`
+	Expires    int64  `json:"x,omitempty"` // lease expiry, Unix nanoseconds
+	Key        string `json:"k,omitempty"` // the dedup key, when the record key holds its hash
+}
+
+func (v value) encode() []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// decodeValue reads a stored record value; a value that does not read is
+// reported as corrupt, naming the key.
+func decodeValue(bucket, kvKey string, data []byte) (value, error) {
+	var v value
+	if err := json.Unmarshal(data, &v); err != nil {
+		return v, jsutil.Errorf(jsutil.ErrBadInput, "ack record %q in bucket %q is corrupt: %v", kvKey, bucket, err)
+	}
+	switch v.State {
+	case StateClaim, StateDone, StateFailed:
+	default:
+		return v, jsutil.Errorf(jsutil.ErrBadInput, "ack record %q in bucket %q is corrupt: unknown state %q", kvKey, bucket, v.State)
+	}
+	if v.Seq == 0 {
+		return v, jsutil.Errorf(jsutil.ErrBadInput, "ack record %q in bucket %q is corrupt: no stream sequence", kvKey, bucket)
+	}
+	return v, nil
+}
+
+func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64, t time.Time, size int) Record {
+	if key == "" && v.Key != "" {
+		key = v.Key
+	}
+	r := Record{
+		Scope: scope, Key: key, KeyFrom: kind, KVKey: kvKey, Revision: rev, Time: t,
+		State: v.State, Seq: v.Seq, Hash: v.Hash, Worker: v.Worker, Fence: v.Fence,
+		Deliveries: v.Deliveries, Size: size,
+	}
+	if r.Fence == 0 && v.State == StateClaim {
+		r.Fence = rev // a claim not yet renewed: its own revision
+	}
+	if v.Expires != 0 {
+		r.LeaseExpires = time.Unix(0, v.Expires)
+	}
+	return r
+}
+
+// PayloadHash is the hash stored in records: the first 12 bytes of the
+// payload's SHA-256, in hex.
+func PayloadHash(data []byte) string {
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:12])
+}
+
+// floorValue is the stored form of a scope's floor record.
+type floorValue struct {
+	Seq uint64 `json:"q"`
+}
+
+func decodeFloor(bucket, kvKey string, data []byte) (uint64, error) {
+	var f floorValue
+	if err := json.Unmarshal(data, &f); err != nil {
+		return 0, jsutil.Errorf(jsutil.ErrBadInput, "floor record %q in bucket %q is corrupt: %v", kvKey, bucket, err)
+	}
+	return f.Seq, nil
+}
+
+func encodeFloor(seq uint64) []byte {
+	return fmt.Appendf(nil, `{"q":%d}`, seq)
+}

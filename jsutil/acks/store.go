@@ -1,0 +1,399 @@
+package acks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket defaults.
+const (
+	// DefaultBucket is the KV bucket that holds ack records.
+	DefaultBucket = "JSCTL_ACKS"
+	// DefaultRetention is how long finished records are kept (the bucket's
+	// TTL, i.e. the stream's MaxAge).
+	DefaultRetention = 7 * 24 * time.Hour
+	// DefaultMarkerTTL is how long the bucket keeps the markers left by an
+	// expired lease or a released record (the bucket's LimitMarkerTTL).
+	DefaultMarkerTTL = time.Minute
+)
+
+// Store is an open ack-record bucket.
+type Store struct {
+	js        jetstream.JetStream
+	kv        jetstream.KeyValue
+	bucket    string
+	subject   string // "$KV.<bucket>." : records are written here directly to renew leases
+	markerTTL time.Duration
+	worker    string
+}
+
+// Option configures Open.
+type Option func(*openConfig)
+
+type openConfig struct {
+	bucket    string
+	retention time.Duration
+	markerTTL time.Duration
+	replicas  int
+	storage   jetstream.StorageType
+	worker    string
+}
+
+// WithBucket names the bucket (default DefaultBucket).
+func WithBucket(name string) Option { return func(c *openConfig) { c.bucket = name } }
+
+// WithRetention sets how long finished records are kept when Open creates
+// the bucket (default DefaultRetention).
+func WithRetention(d time.Duration) Option { return func(c *openConfig) { c.retention = d } }
+
+// WithMarkerTTL sets how long lease-expiry and release markers are kept
+// when Open creates the bucket (default DefaultMarkerTTL, at least 1s).
+func WithMarkerTTL(d time.Duration) Option { return func(c *openConfig) { c.markerTTL = d } }
+
+// WithReplicas sets the bucket's replicas when Open creates it (default 1).
+func WithReplicas(n int) Option { return func(c *openConfig) { c.replicas = n } }
+
+// WithStorage sets the bucket's storage when Open creates it (default file).
+func WithStorage(st jetstream.StorageType) Option { return func(c *openConfig) { c.storage = st } }
+
+// WithWorker names this process in the records it writes (default
+// host:pid).
+func WithWorker(name string) Option { return func(c *openConfig) { c.worker = name } }
+
+// Open opens the ack-record bucket, creating it on first use with history 1,
+// the retention TTL and limit markers. An existing bucket with incompatible
+// settings is refused (nothing in it is changed).
+func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, error) {
+	c := openConfig{bucket: DefaultBucket, retention: DefaultRetention, markerTTL: DefaultMarkerTTL, replicas: 1, storage: jetstream.FileStorage}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.markerTTL < time.Second {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %q: marker TTL %v is below the server's minimum of 1s", c.bucket, c.markerTTL)
+	}
+	if c.retention < 0 {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %q: negative retention %v", c.bucket, c.retention)
+	}
+	kv, err := js.KeyValue(ctx, c.bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:         c.bucket,
+			Description:    "jsctl ack records (idempotent processing)",
+			History:        1,
+			TTL:            c.retention,
+			LimitMarkerTTL: c.markerTTL,
+			Replicas:       c.replicas,
+			Storage:        c.storage,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, c.bucket) // created by someone else meanwhile
+		}
+	}
+	if err != nil {
+		return nil, openErr(err, c.bucket)
+	}
+	return newStore(ctx, js, kv, c)
+}
+
+// OpenExisting opens an ack-record bucket that must already exist; a missing
+// bucket is an error wrapping jsutil.ErrNotFound.
+func OpenExisting(ctx context.Context, js jetstream.JetStream, bucket string) (*Store, error) {
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, openErr(err, bucket)
+	}
+	return newStore(ctx, js, kv, openConfig{bucket: bucket})
+}
+
+func openErr(err error, bucket string) error {
+	if errors.Is(err, jetstream.ErrInvalidBucketName) {
+		return jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %q: invalid bucket name", bucket)
+	}
+	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+		return jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %q: the server does not support limit markers (needs nats-server 2.11 or later)", bucket)
+	}
+	return jsutil.Wrap(err, "open ack bucket %q", bucket)
+}
+
+// newStore checks that the bucket can hold ack records: one value per key
+// (history 1) and per-message TTLs with limit markers (for leases).
+func newStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, c openConfig) (*Store, error) {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, jsutil.Wrap(err, "read ack bucket %q", c.bucket)
+	}
+	if h := st.History(); h != 1 {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "bucket %q keeps history %d: ack records need a bucket with history 1 (choose another --bucket)", c.bucket, h)
+	}
+	kst, ok := st.(*jetstream.KeyValueBucketStatus)
+	if st.LimitMarkerTTL() <= 0 || (ok && !kst.StreamInfo().Config.AllowMsgTTL) {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "bucket %q has no limit markers (per-key TTL): ack records need them for leases (choose another --bucket)", c.bucket)
+	}
+	if c.worker == "" {
+		host, _ := os.Hostname()
+		c.worker = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	return &Store{
+		js: js, kv: kv, bucket: c.bucket, subject: kvPutPrefix(js, c.bucket),
+		markerTTL: st.LimitMarkerTTL(), worker: c.worker,
+	}, nil
+}
+
+// kvPutPrefix is the subject prefix kv.Put and kv.Create publish to: the
+// bucket's "$KV.<bucket>." behind the JetStream API prefix when a domain or
+// a non-default prefix is in use (as nats.go's kv does).
+func kvPutPrefix(js jetstream.JetStream, bucket string) string {
+	o := js.Options()
+	prefix := ""
+	switch {
+	case o.Domain != "":
+		prefix = "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "" && o.APIPrefix != jetstream.DefaultAPIPrefix && o.APIPrefix+"." != jetstream.DefaultAPIPrefix:
+		prefix = o.APIPrefix
+		if !strings.HasSuffix(prefix, ".") {
+			prefix += "."
+		}
+	}
+	return prefix + "$KV." + bucket + "."
+}
+
+// Bucket is the bucket's name.
+func (s *Store) Bucket() string { return s.bucket }
+
+// KV is the underlying bucket.
+func (s *Store) KV() jetstream.KeyValue { return s.kv }
+
+// Get returns the record of the dedup key key (of kind kind) in scope.
+func (s *Store) Get(ctx context.Context, scope string, kind KeyKind, key string) (Record, error) {
+	if err := CheckScope(scope); err != nil {
+		return Record{}, err
+	}
+	r, err := s.getKV(ctx, recordKey(scope, kind, key))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return r, jsutil.Errorf(jsutil.ErrNotFound, "no ack record for key %q in scope %q of bucket %q", key, ScopeDisplay(scope), s.bucket)
+	}
+	return r, err
+}
+
+// getKV reads one record by its KV key; a missing or deleted key returns an
+// error wrapping jetstream.ErrKeyNotFound.
+func (s *Store) getKV(ctx context.Context, kvKey string) (Record, error) {
+	e, err := s.kv.Get(ctx, kvKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return Record{}, fmt.Errorf("ack record %q: %w", kvKey, jetstream.ErrKeyNotFound)
+	}
+	if err != nil {
+		return Record{}, jsutil.Wrap(err, "get ack record %q from bucket %q", kvKey, s.bucket)
+	}
+	return s.entryRecord(e)
+}
+
+func (s *Store) entryRecord(e jetstream.KeyValueEntry) (Record, error) {
+	scope, kind, key, ok := parseRecordKey(e.Key())
+	if !ok {
+		return Record{}, jsutil.Errorf(jsutil.ErrBadInput, "key %q in bucket %q is not an ack record key", e.Key(), s.bucket)
+	}
+	v, err := decodeValue(s.bucket, e.Key(), e.Value())
+	if err != nil {
+		return Record{}, err
+	}
+	return v.record(scope, kind, key, e.Key(), e.Revision(), e.Created(), len(e.Value())), nil
+}
+
+// scan calls fn for every live entry whose key matches filter (a KV key
+// filter with wildcards), in bucket order.
+func (s *Store) scan(ctx context.Context, filter string, fn func(jetstream.KeyValueEntry) error, opts ...jetstream.WatchOpt) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := s.kv.Watch(ctx, filter, append(opts, jetstream.IgnoreDeletes())...)
+	if err != nil {
+		return jsutil.Wrap(err, "read ack bucket %q", s.bucket)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return jsutil.Wrap(ctx.Err(), "read ack bucket %q", s.bucket)
+		case e, ok := <-w.Updates():
+			if !ok {
+				return jsutil.Errorf(jsutil.ErrConnection, "read ack bucket %q: watch ended early", s.bucket)
+			}
+			if e == nil {
+				return nil
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// scanRecords calls fn for every record of scope ("" for all scopes).
+// Corrupt records are passed to bad (and skipped) when bad is not nil, and
+// stop the scan otherwise.
+func (s *Store) scanRecords(ctx context.Context, scope string, fn func(Record) error, bad func(error)) error {
+	filter := recordPrefix + ">"
+	if scope != "" {
+		if err := CheckScope(scope); err != nil {
+			return err
+		}
+		filter = recordPrefix + scope + ".*"
+	}
+	return s.scan(ctx, filter, func(e jetstream.KeyValueEntry) error {
+		r, err := s.entryRecord(e)
+		if err != nil {
+			if bad == nil {
+				return err
+			}
+			bad(err)
+			return nil
+		}
+		return fn(r)
+	})
+}
+
+// Filter selects records for List. Zero fields select everything.
+type Filter struct {
+	Scope          string // a scope (see DefaultScope, ScopeName); "" for all
+	State          State
+	FromSeq, ToSeq uint64    // stream sequence range, inclusive; 0 = open
+	Since, Until   time.Time // record time range, inclusive
+	SkipCorrupt    func(error)
+}
+
+func (f Filter) match(r Record) bool {
+	switch {
+	case f.State != "" && r.State != f.State,
+		f.FromSeq != 0 && r.Seq < f.FromSeq,
+		f.ToSeq != 0 && r.Seq > f.ToSeq,
+		!f.Since.IsZero() && r.Time.Before(f.Since),
+		!f.Until.IsZero() && r.Time.After(f.Until):
+		return false
+	}
+	return true
+}
+
+// List returns the records that f selects, in bucket order.
+func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
+	var out []Record
+	err := s.scanRecords(ctx, f.Scope, func(r Record) error {
+		if f.match(r) {
+			out = append(out, r)
+		}
+		return nil
+	}, f.SkipCorrupt)
+	return out, err
+}
+
+// CountRange counts the records of scope whose stream sequence is in
+// [from, to] (any state). An unknown scope has none.
+func (s *Store) CountRange(ctx context.Context, scope string, from, to uint64) (int, error) {
+	if err := CheckScope(scope); err != nil {
+		return 0, err
+	}
+	recs, err := s.List(ctx, Filter{Scope: scope, FromSeq: from, ToSeq: to})
+	if err != nil {
+		return 0, fmt.Errorf("count ack records of scope %q: %w", ScopeDisplay(scope), err)
+	}
+	return len(recs), nil
+}
+
+// ForgetRange deletes the records of scope whose stream sequence is in
+// [from, to], each with a compare-and-set on its revision, so the messages
+// are handled again when redelivered; it lowers the scope's floor to from-1
+// if it is higher. It returns how many records it deleted.
+func (s *Store) ForgetRange(ctx context.Context, scope string, from, to uint64) (int, error) {
+	if err := CheckScope(scope); err != nil {
+		return 0, err
+	}
+	recs, err := s.List(ctx, Filter{Scope: scope, FromSeq: from, ToSeq: to})
+	if err != nil {
+		return 0, fmt.Errorf("forget ack records of scope %q: %w", ScopeDisplay(scope), err)
+	}
+	n, err := s.forget(ctx, recs)
+	if err != nil {
+		return n, err
+	}
+	floor := uint64(0)
+	if from > 0 {
+		floor = from - 1
+	}
+	if err := s.lowerFloor(ctx, scope, floor); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// Forget deletes the given records, each with a compare-and-set on its
+// revision. A record that changed since it was read is read again and
+// deleted if it is still for the same message. It returns how many it
+// deleted.
+func (s *Store) Forget(ctx context.Context, recs []Record) (int, error) {
+	return s.forget(ctx, recs)
+}
+
+func (s *Store) forget(ctx context.Context, recs []Record) (int, error) {
+	n := 0
+	for _, r := range recs {
+		rev := r.Revision
+		for attempt := 0; ; attempt++ {
+			err := s.purge(ctx, r.KVKey, rev)
+			if err == nil {
+				n++
+				break
+			}
+			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) || attempt == 3 {
+				return n, jsutil.Wrap(err, "forget ack record %q in bucket %q", r.KVKey, s.bucket)
+			}
+			cur, gerr := s.getKV(ctx, r.KVKey)
+			if errors.Is(gerr, jetstream.ErrKeyNotFound) || (gerr == nil && cur.Seq != r.Seq) {
+				break // gone, or now made for another message: not ours to forget
+			}
+			if gerr != nil {
+				return n, gerr
+			}
+			rev = cur.Revision
+		}
+	}
+	return n, nil
+}
+
+// purge deletes kvKey if its revision is still rev; the marker it leaves
+// expires after the bucket's marker TTL.
+func (s *Store) purge(ctx context.Context, kvKey string, rev uint64) error {
+	return s.kv.Purge(ctx, kvKey, jetstream.LastRevision(rev), jetstream.PurgeTTL(s.markerTTL))
+}
+
+// publish writes value under kvKey if the key's revision is still rev, with
+// a per-message TTL when ttl > 0, and returns the new revision. kv.Update
+// cannot set a TTL, so lease renewals publish to the bucket's subject with
+// the same two headers kv.Create uses: Nats-Expected-Last-Subject-Sequence
+// (the compare-and-set) and Nats-TTL.
+func (s *Store) publish(ctx context.Context, kvKey string, val []byte, rev uint64, ttl time.Duration) (uint64, error) {
+	m := nats.NewMsg(s.subject + kvKey)
+	m.Data = val
+	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev)}
+	if ttl > 0 {
+		opts = append(opts, jetstream.WithMsgTTL(ttl))
+	}
+	ack, err := s.js.PublishMsg(ctx, m, opts...)
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
+		}
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
