@@ -1,0 +1,60 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/jsctl/jsctl/jsutil/reset"
+)
+
+// ConsumerHistoryCmd lists a consumer's recorded resets.
+type ConsumerHistoryCmd struct {
+	Stream   string `arg:"" predictor:"stream" help:"Stream of the consumer."`
+	Consumer string `arg:"" predictor:"consumer" help:"Consumer whose resets to list."`
+}
+
+// Help is the long help of consumer history.
+func (ConsumerHistoryCmd) Help() string {
+	return `Lists the resets recorded for a consumer (oldest first) in the KV bucket
+JSCTL_RESET_HISTORY: when, by whom, the method, and the old and new position.
+"jsctl consumer reset STREAM CONSUMER --to-previous" undoes the last one.
+
+Examples:
+  jsctl consumer history ORDERS billing
+  jsctl consumer history ORDERS billing --json`
+}
+
+// Run lists the history.
+func (c *ConsumerHistoryCmd) Run(ctx context.Context, env *Env) error {
+	cl, p, err := env.Session(ctx)
+	if err != nil {
+		return err
+	}
+	recs, err := reset.History(ctx, cl.JS, "", c.Stream, c.Consumer)
+	if err != nil {
+		return err
+	}
+	if p.JSON {
+		return p.PrintJSON(recs)
+	}
+	if len(recs) == 0 {
+		p.Printf("No recorded resets of consumer %s on %s.\n", c.Consumer, c.Stream)
+		return nil
+	}
+	var rows [][]string
+	for _, r := range recs {
+		undo := ""
+		if r.UndoOf > 0 {
+			undo = "undo of " + u64(r.UndoOf)
+		}
+		rows = append(rows, []string{
+			u64(r.Revision), p.Time(r.Time), string(r.Method), r.Target.String(),
+			fmt.Sprintf("%d/%d", r.From.Delivered, r.From.AckFloor), u64(r.To.Sequence),
+			yesNo(r.Verified), undo, r.User + "@" + r.Host,
+		})
+	}
+	return p.Table([]string{"REVISION", "TIME", "METHOD", "TARGET", "FROM (DELIVERED/ACK FLOOR)", "TO", "VERIFIED", "UNDO", "BY"}, rows)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

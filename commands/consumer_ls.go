@@ -1,0 +1,85 @@
+package commands
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil/reset"
+)
+
+// ConsumerLsCmd lists a stream's consumers with their positions and lag.
+type ConsumerLsCmd struct {
+	Stream string `arg:"" predictor:"stream" help:"Stream whose consumers to list."`
+}
+
+// Help is the long help of consumer ls.
+func (ConsumerLsCmd) Help() string {
+	return `Lists each consumer's position as a stream sequence and as the time of that
+message, and its lag: messages not yet acknowledged, and how far behind real
+time its ack floor is. --json prints full records (configuration included).
+
+Examples:
+  jsctl consumer ls ORDERS
+  jsctl consumer ls ORDERS --json`
+}
+
+// Run lists the consumers.
+func (c *ConsumerLsCmd) Run(ctx context.Context, env *Env) error {
+	cl, p, err := env.Session(ctx)
+	if err != nil {
+		return err
+	}
+	list, err := reset.List(ctx, cl.JS, c.Stream, env.Now())
+	if err != nil {
+		return err
+	}
+	if p.JSON {
+		return p.PrintJSON(list)
+	}
+	if len(list) == 0 {
+		p.Printf("No consumers on stream %s.\n", c.Stream)
+		return nil
+	}
+	var rows [][]string
+	for _, s := range list {
+		rows = append(rows, []string{
+			s.Consumer, consumerKind(s), u64(s.Delivered), u64(s.AckFloor), optTime(p, s.AckFloorTime),
+			u64(s.Pending), strconv.Itoa(s.AckPending), strconv.Itoa(s.Waiting),
+			u64(s.LagMessages), lagText(s.LagNS), yesNo(s.Paused),
+		})
+	}
+	return p.Table([]string{"CONSUMER", "TYPE", "DELIVERED", "ACK FLOOR", "ACK FLOOR TIME", "PENDING", "ACK PENDING", "WAITING", "LAG", "LAG TIME", "PAUSED"}, rows)
+}
+
+func consumerKind(s *reset.Status) string {
+	k := "pull"
+	if s.Push {
+		k = "push"
+	}
+	if !s.Durable {
+		k += " (ephemeral)"
+	}
+	return k
+}
+
+func optTime(p *Printer, t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return p.Time(*t)
+}
+
+func lagText(ns int64) string {
+	if ns <= 0 {
+		return "0s"
+	}
+	return time.Duration(ns).Round(time.Millisecond).String()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

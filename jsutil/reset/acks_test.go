@@ -1,0 +1,58 @@
+package reset
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestForgetAcks: the plan counts the ack records of the replayed range;
+// --forget-acks deletes them so the replay runs the handler again.
+func TestForgetAcks(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 6, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "billing"})
+	store, err := acks.Open(testCtx(t), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, _ := js.Consumer(testCtx(t), "ORDERS", "billing")
+	b, err := cons.Fetch(5, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range b.Messages() {
+		if _, err := store.Process(testCtx(t), m, func(context.Context, acks.Delivery) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return info(t, js, "ORDERS", "billing").AckFloor.Stream == 5 })
+
+	p := mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 2}, Options{})
+	if c := p.Changes[0]; c.AckRecordsInRange != 4 || len(c.Warnings) != 1 {
+		t.Fatalf("plan: %d records, warnings %v", c.AckRecordsInRange, c.Warnings)
+	}
+	// Another scope has none.
+	p = mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 2}, Options{AcksScope: "shared"})
+	if c := p.Changes[0]; c.AckRecordsInRange != 0 {
+		t.Fatalf("other scope: %d records", c.AckRecordsInRange)
+	}
+	opts := Options{ForgetAcks: true}
+	p = mustRun(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 2}, opts)
+	if c := p.Changes[0]; c.AckRecordsInRange != 4 || c.AckRecordsForgotten != 4 || len(c.Warnings) != 0 {
+		t.Fatalf("execute: %+v", c)
+	}
+	scope := acks.DefaultScope("ORDERS", "billing")
+	if n, err := store.CountRange(testCtx(t), scope, 1, 10); err != nil || n != 1 {
+		t.Fatalf("left %d records (%v), want 1 (sequence 1)", n, err)
+	}
+	// A missing bucket counts nothing.
+	p = mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 1}, Options{AcksBucket: "NOPE"})
+	if p.Changes[0].AckRecordsInRange != 0 {
+		t.Fatal("records counted in a missing bucket")
+	}
+}

@@ -1,0 +1,62 @@
+package reset
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ReadPlan decodes a plan written as JSON (see Plan).
+func ReadPlan(data []byte) (*Plan, error) {
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan: %w", err)
+	}
+	if p.Stream == "" {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan: no stream")
+	}
+	for i, c := range p.Changes {
+		if c == nil || c.Consumer == "" || c.To.Sequence == 0 {
+			return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan: change %d has no consumer or target sequence", i+1)
+		}
+		if c.Stream != p.Stream {
+			return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan: change %d is for stream %q, not %q", i+1, c.Stream, p.Stream)
+		}
+	}
+	return &p, nil
+}
+
+// Replan checks a saved plan against the server and returns a fresh plan
+// with the same targets and methods. A consumer that has moved since the
+// plan was made (its delivered or ack floor sequence differs) is refused
+// with a jsutil.ErrConflict refusal.
+func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Options) (*Plan, error) {
+	opts = opts.withDefaults()
+	p, err := newPlanner(ctx, js, saved.Stream, opts)
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{Created: opts.Now().UTC(), Stream: saved.Stream, Target: saved.Target, Changes: []*Change{}}
+	for _, s := range saved.Changes {
+		c, err := p.newChange(ctx, s.Consumer)
+		if err != nil {
+			return nil, err
+		}
+		c.UndoOf, c.RestoreStart = s.UndoOf, s.RestoreStart
+		p.opts.Method = opts.Method
+		if opts.Method == Auto && (s.Method == Reset || s.Method == Recreate) {
+			p.opts.Method = s.Method
+		}
+		if err := p.complete(ctx, c, saved.Target, s.To.Sequence); err != nil {
+			return nil, err
+		}
+		if c.From.Delivered != s.From.Delivered || c.From.AckFloor != s.From.AckFloor {
+			c.refuse(jsutil.ErrConflict, "moved since the plan was made (delivered %d, ack floor %d; the plan saw %d and %d)",
+				c.From.Delivered, c.From.AckFloor, s.From.Delivered, s.From.AckFloor)
+		}
+		plan.Changes = append(plan.Changes, c)
+	}
+	return plan, nil
+}

@@ -1,0 +1,158 @@
+package reset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// single starts a server and returns a JetStream handle to it.
+func single(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	s := testserver.Start(t)
+	js, err := jetstream.New(testserver.Connect(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+func addStream(t testing.TB, js jetstream.JetStream, name string, ret jetstream.RetentionPolicy, replicas int) {
+	t.Helper()
+	_, err := js.CreateStream(testCtx(t), jetstream.StreamConfig{
+		Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, Retention: ret, Replicas: replicas,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// publish sends n messages to subject, spaced by gap (spacing, not
+// synchronisation), and returns their sequences.
+func publish(t testing.TB, js jetstream.JetStream, subject string, n int, gap time.Duration) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	for i := 0; i < n; i++ {
+		if i > 0 && gap > 0 {
+			time.Sleep(gap)
+		}
+		ack, err := js.Publish(testCtx(t), subject, fmt.Appendf(nil, "m%d", i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ack.Sequence)
+	}
+	return seqs
+}
+
+func addConsumer(t testing.TB, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) {
+	t.Helper()
+	if cfg.AckPolicy == jetstream.AckNonePolicy && cfg.DeliverSubject == "" {
+		cfg.AckPolicy = jetstream.AckExplicitPolicy
+	}
+	var err error
+	if cfg.DeliverSubject != "" {
+		_, err = js.CreatePushConsumer(testCtx(t), stream, cfg)
+	} else {
+		_, err = js.CreateConsumer(testCtx(t), stream, cfg)
+	}
+	if err != nil {
+		t.Fatalf("add consumer %s: %v", cfg.Durable, err)
+	}
+}
+
+func info(t testing.TB, js jetstream.JetStream, stream, name string) *jetstream.ConsumerInfo {
+	t.Helper()
+	st, err := loadConsumer(testCtx(t), js, stream, name)
+	if err != nil {
+		t.Fatalf("consumer info %s: %v", name, err)
+	}
+	return st.info
+}
+
+// fetch returns the sequences a plain client receives from a pull
+// consumer, acknowledging each.
+func fetch(t testing.TB, js jetstream.JetStream, stream, name string, n int) []uint64 {
+	t.Helper()
+	cons, err := js.Consumer(testCtx(t), stream, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cons.Fetch(n, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for m := range b.Messages() {
+		md, _ := m.Metadata()
+		seqs = append(seqs, md.Sequence.Stream)
+		if err := m.DoubleAck(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return seqs
+}
+
+// plan plans and fails the test on error.
+func mustPlan(t testing.TB, js jetstream.JetStream, stream string, names []string, target Target, opts Options) *Plan {
+	t.Helper()
+	p, err := NewPlan(testCtx(t), js, stream, names, len(names) == 0, target, opts)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	return p
+}
+
+func mustRun(t testing.TB, js jetstream.JetStream, stream string, names []string, target Target, opts Options) *Plan {
+	t.Helper()
+	p := mustPlan(t, js, stream, names, target, opts)
+	if err := Execute(testCtx(t), js, p, opts); err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	for _, c := range p.Changes {
+		if !c.Verified {
+			t.Fatalf("consumer %s not verified: %v", c.Consumer, c.Warnings)
+		}
+	}
+	return p
+}
+
+// configWithoutStart is a consumer's raw configuration without its start
+// position and the metadata the server adds.
+func configWithoutStart(t testing.TB, js jetstream.JetStream, stream, name string) map[string]any {
+	t.Helper()
+	st, err := loadConsumer(testCtx(t), js, stream, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := st.raw.withoutServerMetadata()
+	for _, k := range []string{"deliver_policy", "opt_start_seq", "opt_start_time"} {
+		delete(raw, k)
+	}
+	b, _ := json.Marshal(raw)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+func sameConfig(t testing.TB, before, after map[string]any) {
+	t.Helper()
+	if !reflect.DeepEqual(before, after) {
+		b1, _ := json.MarshalIndent(before, "", " ")
+		b2, _ := json.MarshalIndent(after, "", " ")
+		t.Fatalf("configuration changed:\nbefore %s\nafter  %s", b1, b2)
+	}
+}

@@ -1,0 +1,142 @@
+package reset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// History is kept in a KV bucket with one key per consumer and the bucket's
+// per-key history holding the last HistoryDepth resets.
+const (
+	HistoryBucket = "JSCTL_RESET_HISTORY"
+	HistoryDepth  = 64
+)
+
+// Record is one executed reset.
+type Record struct {
+	Stream   string    `json:"stream"`
+	Consumer string    `json:"consumer"`
+	Time     time.Time `json:"time"`
+	Method   Method    `json:"method"`
+	Target   Target    `json:"target"`
+	From     From      `json:"from"`
+	To       To        `json:"to"`
+	Verified bool      `json:"verified"`
+	// FromStart is the consumer's configured start before the reset, so an
+	// undo of a recreate can restore its deliver policy.
+	FromStart *Start `json:"from_start,omitempty"`
+	// UndoOf is the revision of the record this reset undid (--to-previous).
+	UndoOf uint64 `json:"undo_of,omitempty"`
+	User   string `json:"user"`
+	Host   string `json:"host"`
+	// Revision is the record's KV revision (set when read).
+	Revision uint64 `json:"revision"`
+}
+
+// Start is the start position part of a consumer's configuration.
+type Start struct {
+	DeliverPolicy string     `json:"deliver_policy"`
+	OptStartSeq   uint64     `json:"opt_start_seq,omitempty"`
+	OptStartTime  *time.Time `json:"opt_start_time,omitempty"`
+}
+
+func startOf(cfg jetstream.ConsumerConfig) *Start {
+	return &Start{DeliverPolicy: cfg.DeliverPolicy.String(), OptStartSeq: cfg.OptStartSeq, OptStartTime: cfg.OptStartTime}
+}
+
+func (s *Start) equal(o *Start) bool {
+	if s.DeliverPolicy != o.DeliverPolicy || s.OptStartSeq != o.OptStartSeq || (s.OptStartTime == nil) != (o.OptStartTime == nil) {
+		return false
+	}
+	return s.OptStartTime == nil || s.OptStartTime.Equal(*o.OptStartTime)
+}
+
+// HistoryKey is the KV key of a consumer's history.
+func HistoryKey(stream, consumer string) string {
+	return jsutil.KeyToken(stream) + "." + jsutil.KeyToken(consumer)
+}
+
+// History lists the recorded resets of a consumer, oldest first. A missing
+// bucket or key is an empty history.
+func History(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) ([]Record, error) {
+	if bucket == "" {
+		bucket = HistoryBucket
+	}
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return []Record{}, nil
+	}
+	if err != nil {
+		return nil, jsutil.Wrap(err, "open reset history bucket %q", bucket)
+	}
+	entries, err := kv.History(ctx, HistoryKey(stream, consumer))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return []Record{}, nil
+	}
+	if err != nil {
+		return nil, jsutil.Wrap(err, "read reset history of consumer %q on %q", consumer, stream)
+	}
+	out := []Record{}
+	for _, e := range entries {
+		if e.Operation() != jetstream.KeyValuePut {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return nil, jsutil.Errorf(jsutil.ErrBadInput, "read reset history of consumer %q on %q (revision %d): %w", consumer, stream, e.Revision(), err)
+		}
+		r.Revision = e.Revision()
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Last returns the latest recorded reset of a consumer; it wraps
+// jsutil.ErrNotFound when there is none.
+func Last(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) (*Record, error) {
+	recs, err := History(ctx, js, bucket, stream, consumer)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, jsutil.Errorf(jsutil.ErrNotFound, "reset consumer %q on %q: no earlier reset in history to undo", consumer, stream)
+	}
+	return &recs[len(recs)-1], nil
+}
+
+// record stores r, creating the bucket (with the stream's replicas) on
+// first use. It returns the record's revision.
+func record(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, r Record) (uint64, error) {
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		if replicas < 1 {
+			replicas = 1
+		}
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      bucket,
+			Description: "jsctl consumer reset history",
+			History:     HistoryDepth,
+			Replicas:    replicas,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, bucket)
+		}
+	}
+	if err != nil {
+		return 0, jsutil.Wrap(err, "open reset history bucket %q", bucket)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return 0, err
+	}
+	rev, err := kv.Put(ctx, HistoryKey(r.Stream, r.Consumer), b)
+	if err != nil {
+		return 0, jsutil.Wrap(err, "record reset of consumer %q on %q in %q", r.Consumer, r.Stream, bucket)
+	}
+	return rev, nil
+}

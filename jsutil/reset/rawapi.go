@@ -1,0 +1,252 @@
+package reset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The consumer's configuration is handled as raw JSON so that a recreate
+// sends back every field the server reported, including fields this client
+// library does not know about.
+type rawConfig map[string]json.RawMessage
+
+// consumerState is what planning and execution need to know about one
+// consumer: its raw configuration and the decoded info.
+type consumerState struct {
+	raw  rawConfig
+	info *jetstream.ConsumerInfo
+}
+
+type apiError struct {
+	Code        int    `json:"code"`
+	ErrCode     uint16 `json:"err_code"`
+	Description string `json:"description"`
+}
+
+type rawInfoResponse struct {
+	Error  *apiError `json:"error,omitempty"`
+	Config rawConfig `json:"config"`
+}
+
+// apiPrefix is the JetStream API prefix of js ("$JS.API." or a domain's).
+func apiPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	if o.Domain != "" {
+		return "$JS." + o.Domain + ".API."
+	}
+	if o.APIPrefix != "" {
+		p := o.APIPrefix
+		if p[len(p)-1] != '.' {
+			p += "."
+		}
+		return p
+	}
+	return jetstream.DefaultAPIPrefix
+}
+
+// requestTimeout bounds each raw API request (less when ctx says so).
+const requestTimeout = 5 * time.Second
+
+// request sends one JetStream API request and returns the reply payload, or
+// the API error as a *jetstream.APIError (so jsutil.Wrap can class it).
+//
+// A 503 reply (the cluster is busy electing a leader; the request was not
+// applied) is retried for up to about five seconds.
+func request(ctx context.Context, js jetstream.JetStream, subject string, body []byte) ([]byte, error) {
+	var data []byte
+	var err error
+	for attempt := 1; ; attempt++ {
+		data, err = requestOnce(ctx, js, subject, body)
+		if attempt == 10 || !unavailable(err) {
+			return data, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		}
+	}
+}
+
+func requestOnce(ctx context.Context, js jetstream.JetStream, subject string, body []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	msg, err := js.Conn().RequestWithContext(ctx, apiPrefix(js)+subject, body)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		Error *apiError `json:"error,omitempty"`
+	}
+	if err := json.Unmarshal(msg.Data, &head); err != nil {
+		return nil, fmt.Errorf("read reply to %s: %w", subject, err)
+	}
+	if head.Error != nil {
+		return nil, toAPIError(head.Error)
+	}
+	return msg.Data, nil
+}
+
+func toAPIError(e *apiError) error {
+	switch jetstream.ErrorCode(e.ErrCode) {
+	case jetstream.JSErrCodeConsumerNotFound:
+		return jetstream.ErrConsumerNotFound
+	case jetstream.JSErrCodeStreamNotFound:
+		return jetstream.ErrStreamNotFound
+	}
+	return &jetstream.APIError{Code: e.Code, ErrorCode: jetstream.ErrorCode(e.ErrCode), Description: e.Description}
+}
+
+// loadConsumer reads a consumer's info, keeping its configuration raw.
+// A replicated consumer electing a leader does not answer: an unanswered
+// request is tried three times in all.
+func loadConsumer(ctx context.Context, js jetstream.JetStream, stream, consumer string) (*consumerState, error) {
+	var data []byte
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		data, err = request(ctx, js, fmt.Sprintf("CONSUMER.INFO.%s.%s", stream, consumer), nil)
+		if err == nil || !lacksResetAPI(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var raw rawInfoResponse
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("read consumer info: %w", err)
+	}
+	var info jetstream.ConsumerInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("read consumer info: %w", err)
+	}
+	return &consumerState{raw: raw.Config, info: &info}, nil
+}
+
+// createConsumer creates a consumer from a raw configuration with action
+// "create": it fails if a consumer of that name exists with a different
+// configuration, and returns the existing one if the configuration is the
+// same.
+func createConsumer(ctx context.Context, js jetstream.JetStream, stream, name string, cfg rawConfig) (*jetstream.ConsumerInfo, error) {
+	body, err := json.Marshal(map[string]any{"stream_name": stream, "config": cfg, "action": "create"})
+	if err != nil {
+		return nil, err
+	}
+	data, err := request(ctx, js, fmt.Sprintf("CONSUMER.CREATE.%s.%s", stream, name), body)
+	if err != nil {
+		return nil, err
+	}
+	var info jetstream.ConsumerInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("read consumer create reply: %w", err)
+	}
+	return &info, nil
+}
+
+func deleteConsumer(ctx context.Context, js jetstream.JetStream, stream, name string) error {
+	_, err := request(ctx, js, fmt.Sprintf("CONSUMER.DELETE.%s.%s", stream, name), nil)
+	return err
+}
+
+// clone copies a raw configuration.
+func (c rawConfig) clone() rawConfig {
+	out := make(rawConfig, len(c))
+	for k, v := range c {
+		out[k] = append(json.RawMessage(nil), v...)
+	}
+	return out
+}
+
+func (c rawConfig) set(key string, v any) {
+	b, _ := json.Marshal(v)
+	c[key] = b
+}
+
+// withStart returns a copy of c that starts at sequence seq, or at time t
+// when t is not zero. Nothing else changes.
+func (c rawConfig) withStart(seq uint64, t time.Time) rawConfig {
+	out := c.clone()
+	delete(out, "opt_start_seq")
+	delete(out, "opt_start_time")
+	if !t.IsZero() {
+		out.set("deliver_policy", "by_start_time")
+		out.set("opt_start_time", t.UTC().Format(time.RFC3339Nano))
+	} else {
+		out.set("deliver_policy", "by_start_sequence")
+		out.set("opt_start_seq", seq)
+	}
+	return out
+}
+
+// withStartConfig returns a copy of c with start st.
+func (c rawConfig) withStartConfig(st Start) rawConfig {
+	out := c.clone()
+	delete(out, "opt_start_seq")
+	delete(out, "opt_start_time")
+	out.set("deliver_policy", st.DeliverPolicy)
+	if st.OptStartSeq > 0 {
+		out.set("opt_start_seq", st.OptStartSeq)
+	}
+	if st.OptStartTime != nil {
+		out.set("opt_start_time", st.OptStartTime.UTC().Format(time.RFC3339Nano))
+	}
+	return out
+}
+
+// withoutServerMetadata drops the metadata keys the server adds itself
+// ("_nats." prefix), so they are not sent back as if they were the user's.
+func (c rawConfig) withoutServerMetadata() rawConfig {
+	out := c.clone()
+	raw, ok := out["metadata"]
+	if !ok {
+		return out
+	}
+	var md map[string]string
+	if err := json.Unmarshal(raw, &md); err != nil {
+		return out
+	}
+	for k := range md {
+		if len(k) >= 6 && k[:6] == "_nats." {
+			delete(md, k)
+		}
+	}
+	if len(md) == 0 {
+		delete(out, "metadata")
+	} else {
+		out.set("metadata", md)
+	}
+	return out
+}
+
+// lacksResetAPI reports whether err says the server has no consumer reset
+// API: nobody answered, the request timed out, or the API was unknown.
+// (For other requests it means "not answered".)
+func lacksResetAPI(err error) bool {
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == 10003 { // bad request: unknown API
+		return true
+	}
+	return false
+}
+
+// resetInPlace calls the server's consumer reset API. seq 0 resets to the
+// ack floor.
+func resetInPlace(ctx context.Context, js jetstream.JetStream, stream, consumer string, seq uint64) error {
+	_, err := js.ResetConsumerToSequence(ctx, stream, consumer, seq)
+	return err
+}
+
+// wrapConsumer names the stream and consumer in an error.
+func wrapConsumer(err error, stream, consumer string) error {
+	return jsutil.Wrap(err, "reset consumer %q on %q", consumer, stream)
+}

@@ -1,0 +1,269 @@
+package reset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// position is a consumer's delivered and ack floor stream sequences.
+func position(t testing.TB, js jetstream.JetStream, stream, name string) [2]uint64 {
+	i := info(t, js, stream, name)
+	return [2]uint64{i.Delivered.Stream, i.AckFloor.Stream}
+}
+
+func wantRefused(t *testing.T, js jetstream.JetStream, stream, name string, target Target, opts Options, words string) {
+	t.Helper()
+	before := position(t, js, stream, name)
+	p := mustPlan(t, js, stream, []string{name}, target, opts)
+	err := Execute(testCtx(t), js, p, opts)
+	if !errors.Is(err, jsutil.ErrConflict) || !strings.Contains(err.Error(), words) {
+		t.Fatalf("got %v, want a conflict saying %q", err, words)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("reset consumer %q on %q", name, stream)) {
+		t.Fatalf("error does not name the consumer: %v", err)
+	}
+	if after := position(t, js, stream, name); after != before || p.Changes[0].Applied {
+		t.Fatalf("consumer moved from %v to %v", before, after)
+	}
+}
+
+func TestRefuseBusy(t *testing.T) {
+	js := single(t)
+	nc := js.Conn()
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 5, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "pull"})
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "push", DeliverSubject: "d.push", AckPolicy: jetstream.AckExplicitPolicy})
+	fetch(t, js, "ORDERS", "pull", 5)
+
+	// A pull request waits on an empty consumer.
+	sub, _ := nc.SubscribeSync(nats.NewInbox())
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT.ORDERS.pull", sub.Subject, []byte(`{"batch":1,"expires":60000000000}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return info(t, js, "ORDERS", "pull").NumWaiting > 0 })
+	wantRefused(t, js, "ORDERS", "pull", Target{Kind: ToSeq, Seq: 2}, Options{}, "pull requests are waiting")
+
+	// A push subscriber is bound.
+	psub, _ := nc.SubscribeSync("d.push")
+	defer psub.Unsubscribe()
+	waitFor(t, func() bool { return info(t, js, "ORDERS", "push").PushBound })
+	wantRefused(t, js, "ORDERS", "push", Target{Kind: ToSeq, Seq: 2}, Options{}, "push subscriber is bound")
+
+	// --force moves them anyway.
+	p := mustPlan(t, js, "ORDERS", []string{"pull"}, Target{Kind: ToSeq, Seq: 2}, Options{Force: true})
+	if err := Execute(testCtx(t), js, p, Options{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Changes[0].Applied {
+		t.Fatal("not applied")
+	}
+}
+
+func waitFor(t testing.TB, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRefuseForwardOnInterestAndWorkQueue: skipping messages on an
+// interest or work-queue stream can remove them for good.
+func TestRefuseForwardOnInterestAndWorkQueue(t *testing.T) {
+	for _, ret := range []jetstream.RetentionPolicy{jetstream.InterestPolicy, jetstream.WorkQueuePolicy} {
+		t.Run(retentionName(ret), func(t *testing.T) {
+			js := single(t)
+			addStream(t, js, "JOBS", ret, 1)
+			addConsumer(t, js, "JOBS", jetstream.ConsumerConfig{Durable: "w"})
+			publish(t, js, "jobs.a", 10, 0)
+			fetch(t, js, "JOBS", "w", 2)
+			wantRefused(t, js, "JOBS", "w", Target{Kind: ToSeq, Seq: 8}, Options{}, "skips 5 messages")
+			wantRefused(t, js, "JOBS", "w", Target{Kind: ToLatest}, Options{Method: Recreate}, "skips 8 messages")
+			// Backward (to what is left) is fine; forward with --force too.
+			mustRun(t, js, "JOBS", []string{"w"}, Target{Kind: ToAckFloor}, Options{})
+			mustRun(t, js, "JOBS", []string{"w"}, Target{Kind: ToSeq, Seq: 8}, Options{Force: true})
+			if got := fetch(t, js, "JOBS", "w", 1); len(got) != 1 || got[0] != 8 {
+				t.Fatalf("next %v, want 8", got)
+			}
+		})
+	}
+}
+
+// TestInterestRecreateKeepsMessages: deleting the only consumer of an
+// interest stream would drop its messages; a recreate must not.
+func TestInterestRecreateKeepsMessages(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "JOBS", jetstream.InterestPolicy, 1)
+	addConsumer(t, js, "JOBS", jetstream.ConsumerConfig{Durable: "w"})
+	publish(t, js, "jobs.a", 10, 0)
+	fetch(t, js, "JOBS", "w", 3)
+	mustRun(t, js, "JOBS", []string{"w"}, Target{Kind: ToAckFloor}, Options{Method: Recreate})
+	s, _ := js.Stream(testCtx(t), "JOBS")
+	si, _ := s.Info(testCtx(t))
+	if si.State.Msgs != 7 || si.State.FirstSeq != 4 {
+		t.Fatalf("stream holds %d messages from %d, want 7 from 4", si.State.Msgs, si.State.FirstSeq)
+	}
+	if got := fetch(t, js, "JOBS", "w", 10); len(got) != 7 || got[0] != 4 {
+		t.Fatalf("got %v", got)
+	}
+	if n := len(consumerNames(t, js, "JOBS")); n != 1 {
+		t.Fatalf("%d consumers left, want 1 (the holder must be gone)", n)
+	}
+}
+
+func consumerNames(t testing.TB, js jetstream.JetStream, stream string) []string {
+	s, _ := js.Stream(testCtx(t), stream)
+	var out []string
+	l := s.ConsumerNames(testCtx(t))
+	for n := range l.Name() {
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestRecreateFailureRestores: a recreate that fails after the delete puts
+// the consumer back at its old position with its configuration.
+func TestRecreateFailureRestores(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 10, 0)
+	for _, policy := range []jetstream.DeliverPolicy{jetstream.DeliverAllPolicy, jetstream.DeliverNewPolicy} {
+		name := "r" + policy.String()
+		addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: name, DeliverPolicy: policy, Description: "keep me", MaxDeliver: 3})
+		publish(t, js, "orders.eu", 2, 0)
+		fetch(t, js, "ORDERS", name, 1)
+		before := configWithoutStart(t, js, "ORDERS", name)
+		next := info(t, js, "ORDERS", name).AckFloor.Stream + 1
+		opts := Options{Method: Recreate, beforeCreate: func() error { return errors.New("injected failure") }}
+		p := mustPlan(t, js, "ORDERS", []string{name}, Target{Kind: ToSeq, Seq: 1}, opts)
+		err := Execute(testCtx(t), js, p, opts)
+		if err == nil || !strings.Contains(err.Error(), "injected failure") || !strings.Contains(err.Error(), "restored it at its old position") {
+			t.Fatalf("got %v", err)
+		}
+		if !p.Changes[0].Restored {
+			t.Fatal("not marked restored")
+		}
+		sameConfig(t, before, configWithoutStart(t, js, "ORDERS", name))
+		if got := fetch(t, js, "ORDERS", name, 1); len(got) != 1 || got[0] != next {
+			t.Fatalf("%s: next %v, want %d", name, got, next)
+		}
+	}
+}
+
+// TestFromFileRefusesMovedConsumer: a saved plan is applied as saved, but
+// not to a consumer that moved meanwhile.
+func TestFromFileRefusesMovedConsumer(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 10, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "a"})
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "b"})
+	fetch(t, js, "ORDERS", "a", 5)
+	fetch(t, js, "ORDERS", "b", 5)
+	p := mustPlan(t, js, "ORDERS", []string{"a", "b"}, Target{Kind: ToSeq, Seq: 2}, Options{})
+	data, _ := json.Marshal(p)
+
+	saved, err := ReadPlan(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Replan(testCtx(t), js, saved, Options{})
+	if err != nil || again.Err() != nil {
+		t.Fatalf("replan: %v %v", err, again.Err())
+	}
+
+	fetch(t, js, "ORDERS", "b", 1) // b moves on
+	again, err = Replan(testCtx(t), js, saved, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Execute(testCtx(t), js, again, Options{})
+	if !errors.Is(err, jsutil.ErrConflict) || !strings.Contains(err.Error(), "moved since the plan was made") {
+		t.Fatalf("got %v", err)
+	}
+	if position(t, js, "ORDERS", "a") != [2]uint64{5, 5} {
+		t.Fatal("consumer a changed although the plan was refused")
+	}
+	if _, err := ReadPlan([]byte(`{"stream":"ORDERS","changes":[{}]}`)); !errors.Is(err, jsutil.ErrBadInput) {
+		t.Fatalf("bad plan: %v", err)
+	}
+}
+
+// TestClampAndErrors: targets outside the stream are clamped with a
+// warning; unknown consumers and streams are named in not-found errors.
+func TestClampAndErrors(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 10, 0)
+	s, _ := js.Stream(testCtx(t), "ORDERS")
+	if err := s.Purge(testCtx(t), jetstream.WithPurgeSequence(4)); err != nil {
+		t.Fatal(err)
+	}
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "c"})
+	p := mustRun(t, js, "ORDERS", []string{"c"}, Target{Kind: ToSeq, Seq: 1}, Options{})
+	if c := p.Changes[0]; c.To.Sequence != 4 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "before the stream's first message") {
+		t.Fatalf("%+v", c)
+	}
+	p = mustRun(t, js, "ORDERS", []string{"c"}, Target{Kind: ToSeq, Seq: 99}, Options{})
+	if c := p.Changes[0]; c.To.Sequence != 11 || len(c.Warnings) != 1 {
+		t.Fatalf("%+v", c)
+	}
+	_, err := NewPlan(testCtx(t), js, "ORDERS", []string{"billing"}, false, Target{Kind: ToSeq, Seq: 1}, Options{})
+	if !errors.Is(err, jsutil.ErrNotFound) || err.Error() != `reset consumer "billing" on "ORDERS": consumer not found` {
+		t.Fatalf("got %v", err)
+	}
+	_, err = NewPlan(testCtx(t), js, "NOPE", []string{"billing"}, false, Target{Kind: ToSeq, Seq: 1}, Options{})
+	if !errors.Is(err, jsutil.ErrNotFound) || !strings.Contains(err.Error(), `"NOPE"`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestFallbackWithoutResetAPI: on a server without the reset API, auto
+// recreates; --method reset reports the failure.
+func TestFallbackWithoutResetAPI(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 10, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "a"})
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "b"})
+	calls := 0
+	old := func(ctx context.Context, js jetstream.JetStream, stream, consumer string, seq uint64) error {
+		calls++
+		return nats.ErrNoResponders
+	}
+	opts := Options{inPlace: old}
+	p := mustRun(t, js, "ORDERS", nil, Target{Kind: ToSeq, Seq: 3}, opts)
+	for _, c := range p.Changes {
+		if c.Method != Recreate || !strings.Contains(c.Reason, "no consumer reset API") {
+			t.Fatalf("%s: %s (%s)", c.Consumer, c.Method, c.Reason)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("reset API tried %d times, want once", calls)
+	}
+	opts.Method = Reset
+	p = mustPlan(t, js, "ORDERS", []string{"a"}, Target{Kind: ToSeq, Seq: 5}, Options{Method: Reset})
+	if err := Execute(testCtx(t), js, p, opts); err == nil {
+		t.Fatal("forced reset succeeded without the API")
+	}
+	// --method reset where the policy forbids it is refused in the plan.
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "n", DeliverPolicy: jetstream.DeliverNewPolicy})
+	p = mustPlan(t, js, "ORDERS", []string{"n"}, Target{Kind: ToSeq, Seq: 5}, Options{Method: Reset})
+	if err := p.Err(); !errors.Is(err, jsutil.ErrConflict) {
+		t.Fatalf("got %v", err)
+	}
+}
