@@ -4,13 +4,15 @@ package commands
 type CLI struct {
 	Globals
 
-	Seek     SeekCmd     `cmd:"" help:"Find the stream sequence for a time."`
-	Stream   StreamCmd   `cmd:"" help:"Look at streams."`
-	Consumer ConsumerCmd `cmd:"" help:"List, inspect, reset and undo durable consumers."`
-	Consume  ConsumeCmd  `cmd:"" help:"Run a command once per message, idempotently (ack records in KV)."`
-	Acks     AcksCmd     `cmd:"" help:"Inspect and manage ack records (ls, get, forget, stats, compact)."`
-	Serve    ServeCmd    `cmd:"" help:"Run an embedded JetStream server in the foreground."`
-	Version  VersionCmd  `cmd:"" help:"Print the jsctl version and the Go version."`
+	Seek       SeekCmd       `cmd:"" help:"Find the stream sequence for a time."`
+	Stream     StreamCmd     `cmd:"" help:"Look at streams."`
+	Consumer   ConsumerCmd   `cmd:"" help:"List, inspect, reset and undo durable consumers."`
+	Consume    ConsumeCmd    `cmd:"" help:"Run a command once per message, idempotently (ack records in KV)."`
+	Acks       AcksCmd       `cmd:"" help:"Inspect and manage ack records (ls, get, forget, stats, compact)."`
+	Serve      ServeCmd      `cmd:"" help:"Run an embedded JetStream server in the foreground."`
+	Completion CompletionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
+	Version    VersionCmd    `cmd:"" help:"Print the jsctl version and the Go version."`
+	Complete   CompleteCmd   `cmd:"" name:"__complete" hidden:"" passthrough:"" help:"Print completions (used by the completion scripts)."`
 }
 
 const rootHelp = `A control-plane CLI for NATS JetStream: find the stream sequence for a time,
