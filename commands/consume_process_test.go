@@ -29,6 +29,9 @@ type consumeEnv struct {
 	bin string
 	log string
 	n   int
+	// runs counts the jsctl processes started; each gets its number as
+	// RUN_ID, which its handlers log.
+	runs int
 }
 
 func newConsumeEnv(t *testing.T, n int, ackWait time.Duration) *consumeEnv {
@@ -61,17 +64,21 @@ func newConsumeEnv(t *testing.T, n int, ackWait time.Duration) *consumeEnv {
 	return &consumeEnv{t: t, url: s.ClientURL(), js: js, bin: bin, log: filepath.Join(t.TempDir(), "handled.log"), n: n}
 }
 
-// handlerCmd logs "start SEQ PID", works for a while (SEQ mod 4 tenths of
-// $WORK_UNIT seconds), then logs "end SEQ PID"; PID ($PPID of sh -c) is the
-// jsctl process that ran it. Appends are atomic (O_APPEND, one short line).
-const handlerCmd = `echo "start $JSCTL_SEQ $PPID" >> "$HANDLER_LOG"; sleep "$WORK_UNIT$(( JSCTL_SEQ % 4 ))"; echo "end $JSCTL_SEQ $PPID" >> "$HANDLER_LOG"`
+// handlerCmd logs "start SEQ RUN", works for a while (SEQ mod 4 tenths of
+// $WORK_UNIT seconds), then logs "end SEQ RUN"; RUN is the number of the
+// jsctl process that ran it (inherited through the environment: $PPID would
+// read 1 in a handler whose jsctl was killed just as it started). Appends
+// are atomic (O_APPEND, one short line).
+const handlerCmd = `echo "start $JSCTL_SEQ $RUN_ID" >> "$HANDLER_LOG"; sleep "$WORK_UNIT$(( JSCTL_SEQ % 4 ))"; echo "end $JSCTL_SEQ $RUN_ID" >> "$HANDLER_LOG"`
 
 // start runs `jsctl consume ORDERS c` in the background; unit is "0." for
 // handlers up to 0.3s, "0.0" for up to 30ms.
 func (e *consumeEnv) start(unit string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	e.t.Helper()
 	cmd := exec.Command(e.bin, append([]string{"consume", "ORDERS", "c", "--exec", handlerCmd, "--json"}, args...)...)
-	cmd.Env = append(os.Environ(), "NATS_URL="+e.url, "HANDLER_LOG="+e.log, "WORK_UNIT="+unit, "NATS_CONTEXT=", "JSCTL_EMBEDDED=")
+	e.runs++
+	cmd.Env = append(os.Environ(), "NATS_URL="+e.url, "HANDLER_LOG="+e.log, "WORK_UNIT="+unit, "NATS_CONTEXT=", "JSCTL_EMBEDDED=",
+		"RUN_ID="+strconv.Itoa(e.runs))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -150,7 +157,8 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// run is one "start" or "end" line of the handler log.
+// run is one "start" or "end" line of the handler log: its line number and
+// the number of the jsctl process (RUN_ID).
 type run struct{ line, pid int }
 
 // parseRuns parses the handler log into the start and end lines of each
@@ -224,7 +232,7 @@ func TestConsumeSurvivesSIGKILL(t *testing.T) {
 	const kills = 4
 	e := newConsumeEnv(t, 100, time.Second)
 	doneAtKill := make([]map[uint64]bool, 0, kills)
-	killed := map[int]int{} // pid -> kill index
+	killed := map[int]int{} // RUN_ID -> kill index
 	for k := 0; k < kills; k++ {
 		cmd, _ := e.start("0.0", "--workers", "4", "--lease", "2s")
 		target := (k + 1) * e.n / (kills + 1)
@@ -233,7 +241,7 @@ func TestConsumeSurvivesSIGKILL(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
-		killed[cmd.Process.Pid] = k
+		killed[e.runs] = k
 		doneAtKill = append(doneAtKill, e.done()) // what was done when it died
 	}
 	// Final runs until everything is done (in-flight claims of the killed
