@@ -9,6 +9,7 @@ type CLI struct {
 	Consumer   ConsumerCmd   `cmd:"" help:"List, inspect, reset and undo durable consumers."`
 	Consume    ConsumeCmd    `cmd:"" help:"Run a command once per message, idempotently (ack records in KV)."`
 	Acks       AcksCmd       `cmd:"" help:"Inspect and manage ack records (ls, get, forget, stats, compact)."`
+	Demo       DemoCmd       `cmd:"" help:"Walk through seek, reset and idempotent processing on a throw-away server."`
 	Serve      ServeCmd      `cmd:"" help:"Run an embedded JetStream server in the foreground."`
 	Completion CompletionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
 	Version    VersionCmd    `cmd:"" help:"Print the jsctl version and the Go version."`
@@ -19,8 +20,11 @@ const rootHelp = `A control-plane CLI for NATS JetStream: find the stream sequen
 move durable consumers there safely, and process streams without doing any message twice.
 
 Examples:
+  jsctl demo                                          # the three jobs, end to end, on a throw-away server
   jsctl seek ORDERS "2026-11-29 10:00:00" --around 3  # the exact sequence for a time, with neighbours
   jsctl stream timeline ORDERS --since -6h            # where traffic changed
+  jsctl consumer reset ORDERS billing --to-time 10:00 # plan a rewind; add --execute to apply it
+  jsctl consume ORDERS billing --exec ./bill.sh       # run a handler once per message
   jsctl serve --store ./data                          # a development server on 127.0.0.1:4222
   jsctl --embedded ./data seek ORDERS -1h             # any command against an in-process server
 
