@@ -25,6 +25,12 @@ func runConsume(t *testing.T, st *acks.Store, cons jetstream.Consumer, h acks.Ha
 		wg   sync.WaitGroup
 		once sync.Once
 	)
+	// Failures are expected around a leader change; say why each happened.
+	opts = append(opts, acks.OnResult(func(r acks.Result) {
+		if r.Action == acks.Failed {
+			t.Logf("message %d failed (delivery %d, lease lost %v): %v", r.Seq, r.Deliveries, r.LeaseLost, r.Err)
+		}
+	}))
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

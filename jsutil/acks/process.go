@@ -489,12 +489,19 @@ func (s *Store) markDone(ctx context.Context, kvKey string, rev uint64, hash str
 	v := value{State: StateDone, Seq: d.Seq, Hash: hash, Worker: s.worker, Fence: fence, Deliveries: d.Deliveries, Key: keepKey(d)}
 	last := ctx.Err()
 	for attempt := 0; ctx.Err() == nil; attempt++ {
-		_, err := s.publish(ctx, kvKey, v.encode(), rev, 0)
+		// Each attempt gets a slice of the budget: a request sent to a
+		// leader that is stepping down may never be answered, and must not
+		// use up the time the retries need.
+		actx, cancel := attemptContext(ctx)
+		_, err := s.publish(actx, kvKey, v.encode(), rev, 0)
+		cancel()
 		if err == nil {
 			return nil
 		}
 		last = err
-		r, gerr := s.getKV(ctx, kvKey)
+		actx, cancel = attemptContext(ctx)
+		r, gerr := s.getKV(actx, kvKey)
+		cancel()
 		if gerr == nil && r.State == StateDone && r.Fence == fence {
 			return nil
 		}
@@ -507,4 +514,14 @@ func (s *Store) markDone(ctx context.Context, kvKey string, rev uint64, hash str
 		}
 	}
 	return jsutil.Wrap(last, "mark ack record %q done in bucket %q", kvKey, s.bucket)
+}
+
+// attemptContext bounds one attempt of a retried write to a quarter of
+// what is left of ctx's deadline, between 100ms and 2s.
+func attemptContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	per := 2 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		per = min(max(time.Until(dl)/4, 100*time.Millisecond), 2*time.Second)
+	}
+	return context.WithTimeout(ctx, per)
 }

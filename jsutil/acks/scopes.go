@@ -19,15 +19,15 @@ func (s *Store) Floor(ctx context.Context, scope string) (uint64, uint64, error)
 		return 0, 0, err
 	}
 	k := floorKey(scope)
-	e, err := s.kv.Get(ctx, k)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	e, err := s.leaderGet(ctx, k)
+	if isNotFound(err) {
 		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, 0, jsutil.Wrap(err, "get floor of scope %q from bucket %q", ScopeDisplay(scope), s.bucket)
+		return 0, 0, fmt.Errorf("get floor of scope %q: %w", ScopeDisplay(scope), err)
 	}
-	seq, err := decodeFloor(s.bucket, k, e.Value())
-	return seq, e.Revision(), err
+	seq, err := decodeFloor(s.bucket, k, e.value)
+	return seq, e.rev, err
 }
 
 // AdvanceFloor raises scope's floor to seq (never lowers it), by

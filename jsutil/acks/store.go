@@ -183,29 +183,34 @@ func (s *Store) Get(ctx context.Context, scope string, kind KeyKind, key string)
 	return r, err
 }
 
-// getKV reads one record by its KV key; a missing or deleted key returns an
-// error wrapping jetstream.ErrKeyNotFound.
+// getKV reads one record by its KV key from the bucket's leader; a missing
+// or deleted key returns an error wrapping jetstream.ErrKeyNotFound.
 func (s *Store) getKV(ctx context.Context, kvKey string) (Record, error) {
-	e, err := s.kv.Get(ctx, kvKey)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	e, err := s.leaderGet(ctx, kvKey)
+	if isNotFound(err) {
 		return Record{}, fmt.Errorf("ack record %q: %w", kvKey, jetstream.ErrKeyNotFound)
 	}
 	if err != nil {
-		return Record{}, jsutil.Wrap(err, "get ack record %q from bucket %q", kvKey, s.bucket)
+		return Record{}, fmt.Errorf("get ack record: %w", err)
 	}
-	return s.entryRecord(e)
+	return s.valueRecord(kvKey, e.value, e.rev, e.created)
 }
 
 func (s *Store) entryRecord(e jetstream.KeyValueEntry) (Record, error) {
-	scope, kind, key, ok := parseRecordKey(e.Key())
+	return s.valueRecord(e.Key(), e.Value(), e.Revision(), e.Created())
+}
+
+// valueRecord decodes the value of record key kvKey at revision rev.
+func (s *Store) valueRecord(kvKey string, val []byte, rev uint64, created time.Time) (Record, error) {
+	scope, kind, key, ok := parseRecordKey(kvKey)
 	if !ok {
-		return Record{}, jsutil.Errorf(jsutil.ErrBadInput, "key %q in bucket %q is not an ack record key", e.Key(), s.bucket)
+		return Record{}, jsutil.Errorf(jsutil.ErrBadInput, "key %q in bucket %q is not an ack record key", kvKey, s.bucket)
 	}
-	v, err := decodeValue(s.bucket, e.Key(), e.Value())
+	v, err := decodeValue(s.bucket, kvKey, val)
 	if err != nil {
 		return Record{}, err
 	}
-	return v.record(scope, kind, key, e.Key(), e.Revision(), e.Created(), len(e.Value())), nil
+	return v.record(scope, kind, key, kvKey, rev, created, len(val)), nil
 }
 
 // scan calls fn for every live entry whose key matches filter (a KV key

@@ -71,18 +71,9 @@ func newAPIGetter(js jetstream.JetStream, stream string) (*apiGetter, error) {
 }
 
 // APIPrefix returns the JetStream API subject prefix (with its final dot)
-// that a jetstream.JetStream made with these options sends requests to:
-// "$JS.<domain>.API." for a domain, the custom prefix of
-// jetstream.NewWithAPIPrefix, or the default "$JS.API.".
-func APIPrefix(o jetstream.JetStreamOptions) string {
-	switch {
-	case o.Domain != "":
-		return "$JS." + o.Domain + ".API."
-	case o.APIPrefix != "":
-		return strings.TrimSuffix(o.APIPrefix, ".") + "."
-	}
-	return jetstream.DefaultAPIPrefix
-}
+// that a jetstream.JetStream made with these options sends requests to; it
+// is jsutil.APIPrefix.
+func APIPrefix(o jetstream.JetStreamOptions) string { return jsutil.APIPrefix(o) }
 
 func checkStreamName(name string) error {
 	if name == "" || strings.ContainsAny(name, ".*> \t\r\n") {
