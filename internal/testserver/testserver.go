@@ -77,15 +77,39 @@ type Cluster struct {
 
 // StartCluster starts an in-process JetStream cluster of n nodes on random
 // loopback ports, shut down when the test ends. It returns once the cluster
-// has a meta leader.
+// has a meta leader that counts every node as a peer.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	t.Cleanup(c.Shutdown)
-	ports := make([]int, n)
+	// Route ports must be known before the nodes start, since every node
+	// lists every other as a route (a lone clustered node does not start
+	// its route listener). A port the kernel handed out and we released
+	// can be taken by someone else before the node binds it: then start
+	// again on other ports.
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = c.start(n); err == nil {
+			c.WaitForMetaLeader()
+			return c
+		}
+		c.Shutdown()
+		c.Servers = nil
+	}
+	t.Fatalf("start a %d-node cluster: %v", n, err)
+	return nil
+}
+
+func (c *Cluster) start(n int) error {
 	routes := make([]*url.URL, n)
+	ports := make([]int, n)
 	for i := range ports {
-		ports[i] = freePort(t)
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("find a free port: %w", err)
+		}
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
 		routes[i] = &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])}
 	}
 	for i := 0; i < n; i++ {
@@ -94,7 +118,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			Host:       "127.0.0.1",
 			Port:       -1,
 			JetStream:  true,
-			StoreDir:   t.TempDir(),
+			StoreDir:   c.t.TempDir(),
 			NoLog:      true,
 			NoSigs:     true,
 			Routes:     routes,
@@ -104,29 +128,32 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		o.Cluster.Port = ports[i]
 		s, err := server.NewServer(o)
 		if err != nil {
-			t.Fatalf("start cluster node %d: %v", i+1, err)
+			return fmt.Errorf("node %d: %w", i+1, err)
 		}
 		go s.Start()
 		c.Servers = append(c.Servers, s)
 	}
 	for i, s := range c.Servers {
 		if !s.ReadyForConnections(20 * time.Second) {
-			t.Fatalf("cluster node %d did not start", i+1)
+			return fmt.Errorf("node %d did not start", i+1)
 		}
 	}
-	c.WaitForMetaLeader()
-	return c
+	return nil
 }
 
 // WaitForMetaLeader waits (polling, bounded) until some node is the
-// JetStream meta leader and all nodes see each other.
+// JetStream meta leader, it counts every node as an online JetStream peer,
+// and all nodes see each other.
 func (c *Cluster) WaitForMetaLeader() {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
+		// The meta leader must see every node online with JetStream and
+		// its statistics in: before that, placing an R3 asset fails with
+		// "no suitable peers for placement".
 		ok := false
 		for _, s := range c.Servers {
-			if s.JetStreamIsLeader() {
+			if s.JetStreamIsLeader() && len(s.JetStreamClusterPeers()) == len(c.Servers) {
 				ok = true
 			}
 		}
@@ -141,19 +168,6 @@ func (c *Cluster) WaitForMetaLeader() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	c.t.Fatalf("cluster has no meta leader")
-}
-
-// freePort asks the kernel for a free loopback port. Route listeners need
-// their ports known before the nodes start, since every node lists every
-// other node as a route.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // URLs returns a comma-separated list of the nodes' client URLs.
@@ -176,4 +190,28 @@ func (c *Cluster) Shutdown() {
 	for _, s := range c.Servers {
 		s.WaitForShutdown()
 	}
+}
+
+// WaitForStreamLeader waits (polling, bounded) until a node leads stream
+// (in the global account) and every replica of it is current. A stream
+// just created in a cluster answers no publish until then.
+func (c *Cluster) WaitForStreamLeader(stream string) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		leader, current := false, 0
+		for _, s := range c.Servers {
+			if s.JetStreamIsStreamLeader("$G", stream) {
+				leader = true
+			}
+			if s.JetStreamIsStreamCurrent("$G", stream) {
+				current++
+			}
+		}
+		if leader && current == len(c.Servers) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatalf("stream %q has no leader", stream)
 }

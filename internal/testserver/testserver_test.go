@@ -21,6 +21,7 @@ func TestClusterR3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.WaitForStreamLeader("R3")
 	if _, err := js.Publish(ctx, "r3.a", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
