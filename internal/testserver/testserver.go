@@ -3,6 +3,7 @@
 package testserver
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Options tweak a test server.
@@ -214,4 +216,22 @@ func (c *Cluster) WaitForStreamLeader(stream string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	c.t.Fatalf("stream %q has no leader", stream)
+}
+
+// JetStream starts a server for t (as Start does) and returns a JetStream
+// handle on a connection to it.
+func JetStream(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(Connect(t, Start(t)))
+	if err != nil {
+		t.Fatalf("open jetstream: %v", err)
+	}
+	return js
+}
+
+// Context returns a context that ends after d, or when the test ends.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }

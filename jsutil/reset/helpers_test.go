@@ -13,22 +13,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t testing.TB) context.Context { return testserver.Context(t, time.Minute) }
 
 // single starts a server and returns a JetStream handle to it.
-func single(t testing.TB) jetstream.JetStream {
-	t.Helper()
-	s := testserver.Start(t)
-	js, err := jetstream.New(testserver.Connect(t, s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
+func single(t testing.TB) jetstream.JetStream { return testserver.JetStream(t) }
 
 func addStream(t testing.TB, js jetstream.JetStream, name string, ret jetstream.RetentionPolicy, replicas int) {
 	t.Helper()

@@ -12,23 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t testing.TB) context.Context { return testserver.Context(t, 2*time.Minute) }
 
 // startJS starts a server and returns a JetStream handle on it.
-func startJS(t testing.TB) jetstream.JetStream {
-	t.Helper()
-	s := testserver.Start(t)
-	nc := testserver.Connect(t, s)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
+func startJS(t testing.TB) jetstream.JetStream { return testserver.JetStream(t) }
 
 func mustStream(t testing.TB, js jetstream.JetStream, cfg jetstream.StreamConfig) jetstream.Stream {
 	t.Helper()
