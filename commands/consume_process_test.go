@@ -146,17 +146,6 @@ func (e *consumeEnv) claims() int {
 	return len(recs)
 }
 
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // run is one "start" or "end" line of the handler log: its line number and
 // the number of the jsctl process (RUN_ID).
 type run struct{ line, pid int }
@@ -192,7 +181,7 @@ func TestConsumeTwoProcessesExactlyOnce(t *testing.T) {
 	e := newConsumeEnv(t, 120, 100*time.Millisecond)
 	a, outA := e.start("0.", "--workers", "4", "--lease", "2s")
 	b, outB := e.start("0.", "--workers", "4", "--lease", "2s")
-	waitUntil(t, 60*time.Second, "every message done", func() bool { return len(e.done()) == e.n })
+	testserver.WaitFor(t, 60*time.Second, "every message done", func() bool { return len(e.done()) == e.n })
 	for _, p := range []*exec.Cmd{a, b} {
 		if err := p.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -236,7 +225,7 @@ func TestConsumeSurvivesSIGKILL(t *testing.T) {
 	for k := 0; k < kills; k++ {
 		cmd, _ := e.start("0.0", "--workers", "4", "--lease", "2s")
 		target := (k + 1) * e.n / (kills + 1)
-		waitUntil(t, 60*time.Second, fmt.Sprintf("%d messages ended before kill %d", target, k+1), func() bool { return e.count("end ") >= target })
+		testserver.WaitFor(t, 60*time.Second, fmt.Sprintf("%d messages ended before kill %d", target, k+1), func() bool { return e.count("end ") >= target })
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +235,7 @@ func TestConsumeSurvivesSIGKILL(t *testing.T) {
 	}
 	// Final runs until everything is done (in-flight claims of the killed
 	// processes expire by their lease first).
-	waitUntil(t, 90*time.Second, "every message done", func() bool {
+	testserver.WaitFor(t, 90*time.Second, "every message done", func() bool {
 		if len(e.done()) == e.n {
 			return true
 		}
@@ -287,7 +276,7 @@ func TestConsumeSurvivesSIGKILL(t *testing.T) {
 func TestConsumeSIGINTFinishesInFlight(t *testing.T) {
 	e := newConsumeEnv(t, 20, 30*time.Second)
 	cmd, out := e.start("0.", "--workers", "4", "--lease", "2s")
-	waitUntil(t, 30*time.Second, "handlers running", func() bool { return e.count("start ") >= 6 })
+	testserver.WaitFor(t, 30*time.Second, "handlers running", func() bool { return e.count("start ") >= 6 })
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

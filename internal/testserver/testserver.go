@@ -148,8 +148,7 @@ func (c *Cluster) start(n int) error {
 // and all nodes see each other.
 func (c *Cluster) WaitForMetaLeader() {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	WaitFor(c.t, 30*time.Second, "a meta leader that counts every node", func() bool {
 		// The meta leader must see every node online with JetStream and
 		// its statistics in: before that, placing an R3 asset fails with
 		// "no suitable peers for placement".
@@ -164,12 +163,8 @@ func (c *Cluster) WaitForMetaLeader() {
 				ok = false
 			}
 		}
-		if ok {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	c.t.Fatalf("cluster has no meta leader")
+		return ok
+	})
 }
 
 // URLs returns a comma-separated list of the nodes' client URLs.
@@ -199,8 +194,7 @@ func (c *Cluster) Shutdown() {
 // just created in a cluster answers no publish until then.
 func (c *Cluster) WaitForStreamLeader(stream string) {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	WaitFor(c.t, 30*time.Second, fmt.Sprintf("a leader of stream %q with every replica current", stream), func() bool {
 		leader, current := false, 0
 		for _, s := range c.Servers {
 			if s.JetStreamIsStreamLeader("$G", stream) {
@@ -210,12 +204,21 @@ func (c *Cluster) WaitForStreamLeader(stream string) {
 				current++
 			}
 		}
-		if leader && current == len(c.Servers) {
-			return
+		return leader && current == len(c.Servers)
+	})
+}
+
+// WaitFor polls cond every 10ms until it holds, and fails the test when it
+// does not within d; what names the condition in the failure.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
-	c.t.Fatalf("stream %q has no leader", stream)
 }
 
 // JetStream starts a server for t (as Start does) and returns a JetStream

@@ -79,7 +79,7 @@ func TestServerRestartMidRun(t *testing.T) {
 	tl := newTally()
 	h := tl.handler(func(acks.Delivery) error { time.Sleep(5 * time.Millisecond); return nil })
 	stop := runConsume(t, st, cons, h, acks.WithWorkers(4), acks.WithLease(5*time.Second), acks.WithBusyDelay(200*time.Millisecond))
-	waitFor(t, 30*time.Second, "a quarter handled", func() bool { return len(tl.snapshot()) >= n/4 })
+	testserver.WaitFor(t, 30*time.Second, "a quarter handled", func() bool { return len(tl.snapshot()) >= n/4 })
 	mu.Lock()
 	s.Shutdown()
 	s.WaitForShutdown()
@@ -88,7 +88,7 @@ func TestServerRestartMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 45*time.Second, "all records done", func() bool {
+	testserver.WaitFor(t, 45*time.Second, "all records done", func() bool {
 		recs, err := st.List(ctx, acks.Filter{Scope: "ORDERS.c", State: acks.StateDone})
 		return err == nil && len(recs) == n
 	})
@@ -126,8 +126,8 @@ func TestClusterLeaderChangeMidRun(t *testing.T) {
 	h := tl.handler(func(acks.Delivery) error { time.Sleep(5 * time.Millisecond); return nil })
 	stop := runConsume(t, st, cons, h, acks.WithWorkers(8), acks.WithLease(5*time.Second), acks.WithBusyDelay(200*time.Millisecond))
 	stepdown := func(subj string, at int) {
-		waitFor(t, 30*time.Second, "progress before a leader change", func() bool { return len(tl.snapshot()) >= at })
-		waitFor(t, 30*time.Second, "leader stepdown of "+subj, func() bool {
+		testserver.WaitFor(t, 30*time.Second, "progress before a leader change", func() bool { return len(tl.snapshot()) >= at })
+		testserver.WaitFor(t, 30*time.Second, "leader stepdown of "+subj, func() bool {
 			resp, err := nc.Request(subj, nil, 2*time.Second)
 			if err != nil {
 				return false
@@ -138,7 +138,7 @@ func TestClusterLeaderChangeMidRun(t *testing.T) {
 	stepdown("$JS.API.STREAM.LEADER.STEPDOWN.KV_"+acks.DefaultBucket, n/5)
 	stepdown("$JS.API.STREAM.LEADER.STEPDOWN.ORDERS", 2*n/5)
 	stepdown("$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.c", 3*n/5)
-	waitFor(t, 60*time.Second, "all records done", func() bool {
+	testserver.WaitFor(t, 60*time.Second, "all records done", func() bool {
 		recs, err := st.List(ctx, acks.Filter{Scope: "ORDERS.c", State: acks.StateDone})
 		return err == nil && len(recs) == n
 	})

@@ -125,17 +125,6 @@ func (c *tally) exactlyOnce(t testing.TB, n int) {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // consumeAll runs Consume until n messages were handled by tl (with a
 // deadline), then stops it and returns the summary.
 func consumeAll(t testing.TB, st *acks.Store, cons jetstream.Consumer, tl *tally, n int, h acks.Handler, opts ...acks.ConsumeOption) acks.Summary {
@@ -151,7 +140,7 @@ func consumeAll(t testing.TB, st *acks.Store, cons jetstream.Consumer, tl *tally
 		sum, err := st.Consume(ctx, cons, h, opts...)
 		ch <- out{sum, err}
 	}()
-	waitFor(t, 60*time.Second, fmt.Sprintf("%d messages handled", n), func() bool {
+	testserver.WaitFor(t, 60*time.Second, fmt.Sprintf("%d messages handled", n), func() bool {
 		select {
 		case o := <-ch:
 			ch <- o

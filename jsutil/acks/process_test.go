@@ -163,7 +163,7 @@ func TestLeaseRenewalAndExpiry(t *testing.T) {
 	}
 	m2 := next(t, c)
 	var ran atomic.Int32
-	waitFor(t, 10*time.Second, "the dead claim to expire", func() bool {
+	testserver.WaitFor(t, 10*time.Second, "the dead claim to expire", func() bool {
 		r, _ := f.st.Process(ctx, m2, func(context.Context, acks.Delivery) error { ran.Add(1); return nil }, scope, lease, acks.WithBusyDelay(10*time.Millisecond))
 		if r.Action == acks.Processed {
 			return true
@@ -372,7 +372,7 @@ func TestConcurrentWorkersExactlyOnce(t *testing.T) {
 			errc <- err
 		}()
 	}
-	waitFor(t, 50*time.Second, "all messages done", func() bool {
+	testserver.WaitFor(t, 50*time.Second, "all messages done", func() bool {
 		n2, _ := st1.List(ctx, acks.Filter{Scope: "ORDERS.c", State: acks.StateDone})
 		return len(n2) == n
 	})

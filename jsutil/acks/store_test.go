@@ -217,7 +217,7 @@ func TestLeaseRenewalThroughDomain(t *testing.T) {
 	}
 	r, err := st.Process(ctx, m, func(ctx context.Context, d acks.Delivery) error {
 		// Outlive two renewals (every third of the 1s lease).
-		waitFor(t, 5*time.Second, "two renewals", func() bool {
+		testserver.WaitFor(t, 5*time.Second, "two renewals", func() bool {
 			rec, err := st.Get(ctx, d.Scope, d.KeyFrom, d.Key)
 			return err == nil && rec.Revision >= d.Fence+2
 		})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jsctl/jsctl/internal/testserver"
 	"github.com/jsctl/jsctl/jsutil/acks"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -30,7 +31,7 @@ func TestForgetAcks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool { return info(t, js, "ORDERS", "billing").AckFloor.Stream == 5 })
+	testserver.WaitFor(t, 10*time.Second, "ack floor 5", func() bool { return info(t, js, "ORDERS", "billing").AckFloor.Stream == 5 })
 
 	p := mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 2}, Options{})
 	if c := p.Changes[0]; c.AckRecordsInRange != 4 || len(c.Warnings) != 1 {

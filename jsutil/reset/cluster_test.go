@@ -127,7 +127,7 @@ func TestClusterR3(t *testing.T) {
 func waitLeaderOf(t testing.TB, js jetstream.JetStream, stream, name string) string {
 	t.Helper()
 	var leader string
-	waitFor(t, func() bool {
+	testserver.WaitFor(t, 10*time.Second, fmt.Sprintf("a leader of consumer %q", name), func() bool {
 		st, err := loadConsumer(testCtx(t), js, stream, name)
 		if err != nil || st.info.Cluster == nil {
 			return false

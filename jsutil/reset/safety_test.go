@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jsctl/jsctl/internal/testserver"
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -51,13 +52,13 @@ func TestRefuseBusy(t *testing.T) {
 	if err := nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT.ORDERS.pull", sub.Subject, []byte(`{"batch":1,"expires":60000000000}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return info(t, js, "ORDERS", "pull").NumWaiting > 0 })
+	testserver.WaitFor(t, 10*time.Second, "a waiting pull request", func() bool { return info(t, js, "ORDERS", "pull").NumWaiting > 0 })
 	wantRefused(t, js, "ORDERS", "pull", Target{Kind: ToSeq, Seq: 2}, Options{}, "pull requests are waiting")
 
 	// A push subscriber is bound.
 	psub, _ := nc.SubscribeSync("d.push")
 	defer psub.Unsubscribe()
-	waitFor(t, func() bool { return info(t, js, "ORDERS", "push").PushBound })
+	testserver.WaitFor(t, 10*time.Second, "a bound push subscriber", func() bool { return info(t, js, "ORDERS", "push").PushBound })
 	wantRefused(t, js, "ORDERS", "push", Target{Kind: ToSeq, Seq: 2}, Options{}, "push subscriber is bound")
 
 	// --force moves them anyway.
@@ -67,17 +68,6 @@ func TestRefuseBusy(t *testing.T) {
 	}
 	if !p.Changes[0].Applied {
 		t.Fatal("not applied")
-	}
-}
-
-func waitFor(t testing.TB, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
