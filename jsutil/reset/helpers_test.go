@@ -75,6 +75,17 @@ func info(t testing.TB, js jetstream.JetStream, stream, name string) *jetstream.
 // consumer, acknowledging each.
 func fetch(t testing.TB, js jetstream.JetStream, stream, name string, n int) []uint64 {
 	t.Helper()
+	return fetchSeqs(t, js, stream, name, n, true)
+}
+
+// fetchNoAck is fetch without acknowledging: the messages stay pending.
+func fetchNoAck(t testing.TB, js jetstream.JetStream, stream, name string, n int) []uint64 {
+	t.Helper()
+	return fetchSeqs(t, js, stream, name, n, false)
+}
+
+func fetchSeqs(t testing.TB, js jetstream.JetStream, stream, name string, n int, ack bool) []uint64 {
+	t.Helper()
 	cons, err := js.Consumer(testCtx(t), stream, name)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +98,9 @@ func fetch(t testing.TB, js jetstream.JetStream, stream, name string, n int) []u
 	for m := range b.Messages() {
 		md, _ := m.Metadata()
 		seqs = append(seqs, md.Sequence.Stream)
+		if !ack {
+			continue
+		}
 		if err := m.DoubleAck(testCtx(t)); err != nil {
 			t.Fatal(err)
 		}

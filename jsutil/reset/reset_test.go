@@ -68,24 +68,6 @@ func TestTargets(t *testing.T) {
 	}
 }
 
-func fetchNoAck(t testing.TB, js jetstream.JetStream, stream, name string, n int) []uint64 {
-	t.Helper()
-	cons, err := js.Consumer(testCtx(t), stream, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := cons.Fetch(n, jetstream.FetchMaxWait(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seqs []uint64
-	for m := range b.Messages() {
-		md, _ := m.Metadata()
-		seqs = append(seqs, md.Sequence.Stream)
-	}
-	return seqs
-}
-
 // TestDeliverPolicies checks the method auto picks for every deliver policy
 // and that each consumer ends at the target.
 func TestDeliverPolicies(t *testing.T) {
