@@ -26,7 +26,7 @@ func Execute(ctx context.Context, js jetstream.JetStream, plan *Plan, opts Optio
 	}
 	p, err := newPlanner(ctx, js, plan.Stream, opts)
 	if err != nil {
-		return err
+		return jsutil.Wrap(err, "reset consumers on %q", plan.Stream)
 	}
 	plan.Executed = true
 	lacksAPI := false

@@ -36,7 +36,7 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 	opts = opts.withDefaults()
 	p, err := newPlanner(ctx, js, saved.Stream, opts)
 	if err != nil {
-		return nil, err
+		return nil, jsutil.Wrap(err, "reset consumers on %q", saved.Stream)
 	}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: saved.Stream, Target: saved.Target, Changes: []*Change{}}
 	for _, s := range saved.Changes {

@@ -209,14 +209,16 @@ type planner struct {
 	acksOpened bool
 }
 
+// newPlanner loads stream. Its errors are the raw ones: each caller says
+// what it was doing.
 func newPlanner(ctx context.Context, js jetstream.JetStream, stream string, opts Options) (*planner, error) {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
-		return nil, jsutil.Wrap(err, "reset consumers on %q", stream)
+		return nil, err
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return nil, jsutil.Wrap(err, "reset consumers on %q", stream)
+		return nil, err
 	}
 	return &planner{js: js, opts: opts, stream: s, info: info, counts: map[string]uint64{}, times: map[uint64]*time.Time{}}, nil
 }
@@ -237,7 +239,7 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 	}
 	p, err := newPlanner(ctx, js, stream, opts)
 	if err != nil {
-		return nil, err
+		return nil, jsutil.Wrap(err, "reset consumers on %q", stream)
 	}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: stream, Target: target, Changes: []*Change{}, Skipped: []string{}}
 	if all {
