@@ -1,0 +1,247 @@
+package positions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Comparison is where one consumer of a snapshot is now against the
+// snapshot.
+type Comparison struct {
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
+	// Deleted is set when the consumer (or its stream) no longer exists;
+	// the fields about now are then empty.
+	Deleted bool `json:"deleted"`
+	// Saved and Now are the ack floors then and now.
+	Saved Position  `json:"saved"`
+	Now   *Position `json:"now"`
+	// MovedMessages counts the messages within the consumer's filter
+	// between the saved and the current ack floor: positive when it moved
+	// forward, negative when it moved back. MovedSequences is the same
+	// distance in stream sequences.
+	MovedMessages  int64 `json:"moved_messages"`
+	MovedSequences int64 `json:"moved_sequences"`
+	// MovedNS is the time between the messages at the two ack floors (nil
+	// when either has no stored time).
+	MovedNS *int64 `json:"moved_ns"`
+	// ConfigChanges lists the configuration fields that differ, by name.
+	ConfigChanges []ConfigChange `json:"config_changes"`
+	// Warnings say what a restore would have to work around, such as a
+	// saved position the stream no longer holds.
+	Warnings []string `json:"warnings"`
+}
+
+// ConfigChange is one configuration field that differs from the snapshot:
+// its JSON name and both values as JSON (null when absent).
+type ConfigChange struct {
+	Field string          `json:"field"`
+	Saved json.RawMessage `json:"saved"`
+	Now   json.RawMessage `json:"now"`
+}
+
+// Compare reads every consumer of snap and compares it with the snapshot.
+func Compare(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Options) ([]Comparison, error) {
+	opts = opts.withDefaults()
+	out := []Comparison{}
+	for _, ss := range snap.Streams {
+		r, err := openStream(ctx, js, ss.Name, opts)
+		if err != nil && !isNotFound(err) {
+			return nil, err
+		}
+		for i := range ss.Consumers {
+			cs := &ss.Consumers[i]
+			cmp := Comparison{Stream: ss.Name, Consumer: cs.Name, Saved: cs.AckFloor, ConfigChanges: []ConfigChange{}, Warnings: []string{}}
+			if r == nil {
+				cmp.Deleted = true
+				cmp.Warnings = append(cmp.Warnings, "the stream no longer exists")
+				out = append(out, cmp)
+				continue
+			}
+			c, err := r.consumer(ctx, cs.Name)
+			if isNotFound(err) {
+				cmp.Deleted = true
+				cmp.Warnings = append(cmp.Warnings, "the consumer was deleted; a restore recreates it from the saved configuration")
+			} else if err != nil {
+				return nil, err
+			} else if err := cmp.fill(ctx, r, cs, c); err != nil {
+				return nil, err
+			}
+			if next, first := cs.NextSequence(), r.info.State.FirstSeq; next < first {
+				cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("the stream no longer holds sequence %d (its first is %d); a restore starts at %d", next, first, first))
+			}
+			out = append(out, cmp)
+		}
+	}
+	return out, nil
+}
+
+func (cmp *Comparison) fill(ctx context.Context, r *streamReader, cs *ConsumerSnapshot, c *Consumer) error {
+	info := c.Info
+	now := Position{StreamSeq: info.AckFloor.Stream, ConsumerSeq: info.AckFloor.Consumer, Time: c.AckFloorTime, LastActive: utcOf(info.AckFloor.Last)}
+	cmp.Now = &now
+	from, to := cs.AckFloor.StreamSeq, now.StreamSeq
+	cmp.MovedSequences = int64(to) - int64(from)
+	if from != to {
+		lo, hi := min(from, to), max(from, to)
+		n, err := r.countBetween(ctx, c.Filters(), lo+1, hi)
+		if err != nil {
+			if ctx.Err() != nil {
+				return jsutil.Wrap(err, "compare consumer %q on %q", c.Name, c.Stream)
+			}
+			// A work-queue stream allows no overlapping consumer, and
+			// the user may not be allowed to make one: count sequences.
+			n = hi - lo
+			cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("moved messages counted by sequence numbers (at most %d): %v", n, jsutil.Wrap(err, "count with a temporary consumer")))
+		}
+		cmp.MovedMessages = int64(n)
+		if to < from {
+			cmp.MovedMessages = -cmp.MovedMessages
+		}
+	}
+	if cs.AckFloor.Time != nil && now.Time != nil {
+		d := now.Time.Sub(*cs.AckFloor.Time).Nanoseconds()
+		cmp.MovedNS = &d
+	}
+	changes, err := DiffConfig(cs.Config, c.Config)
+	if err != nil {
+		return fmt.Errorf("compare configuration of consumer %q on %q: %w", c.Name, c.Stream, err)
+	}
+	cmp.ConfigChanges = changes
+	return nil
+}
+
+// countBetween counts the stream's messages matching filters (all when
+// none) with sequences in [from, to]. Without filters or deleted messages
+// that is the difference of sequences; otherwise the server counts them
+// for a short-lived consumer at each end.
+func (r *streamReader) countBetween(ctx context.Context, filters []string, from, to uint64) (uint64, error) {
+	st := r.info.State
+	from, to = max(from, st.FirstSeq, 1), min(to, st.LastSeq)
+	if from > to {
+		return 0, nil
+	}
+	if len(filters) == 0 && st.NumDeleted == 0 {
+		return to - from + 1, nil
+	}
+	a, err := r.pendingFrom(ctx, filters, from)
+	if err != nil {
+		return 0, err
+	}
+	b, err := r.pendingFrom(ctx, filters, to+1)
+	if err != nil {
+		return 0, err
+	}
+	if a < b {
+		return 0, nil
+	}
+	return a - b, nil
+}
+
+// pendingFrom asks the server how many messages matching filters are at or
+// after seq, with a temporary consumer (memory, one replica, no acks, gone
+// after a few seconds if it cannot be deleted).
+func (r *streamReader) pendingFrom(ctx context.Context, filters []string, seq uint64) (uint64, error) {
+	if seq > r.info.State.LastSeq {
+		return 0, nil
+	}
+	cfg := jetstream.ConsumerConfig{
+		Name:              "jsctl_count_" + nats.NewInbox()[len(nats.InboxPrefix):],
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       seq,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: 5 * time.Second,
+		MemoryStorage:     true,
+		Replicas:          1,
+		Metadata:          map[string]string{"jsctl": "snapshot count"},
+	}
+	if len(filters) == 1 {
+		cfg.FilterSubject = filters[0]
+	} else {
+		cfg.FilterSubjects = filters
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	cons, err := r.stream.CreateConsumer(rctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	n := cons.CachedInfo().NumPending
+	_ = r.stream.DeleteConsumer(rctx, cfg.Name)
+	return n, nil
+}
+
+// DiffConfig compares two raw consumer configurations field by field,
+// ignoring the metadata the server adds itself ("_nats." keys). Values are
+// compared as JSON, so key order and spacing do not matter.
+func DiffConfig(saved, now json.RawMessage) ([]ConfigChange, error) {
+	a, err := configFields(saved)
+	if err != nil {
+		return nil, fmt.Errorf("saved configuration: %w", err)
+	}
+	b, err := configFields(now)
+	if err != nil {
+		return nil, fmt.Errorf("current configuration: %w", err)
+	}
+	var keys []string
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := []ConfigChange{}
+	for _, k := range keys {
+		if !bytes.Equal(a[k], b[k]) {
+			out = append(out, ConfigChange{Field: k, Saved: orNull(a[k]), Now: orNull(b[k])})
+		}
+	}
+	return out, nil
+}
+
+// configFields splits a configuration into its fields, each in a canonical
+// JSON form, without server-added metadata.
+func configFields(raw json.RawMessage) (map[string][]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		for k := range md {
+			if strings.HasPrefix(k, "_nats.") {
+				delete(md, k)
+			}
+		}
+		if len(md) == 0 {
+			delete(m, "metadata")
+		}
+	}
+	out := make(map[string][]byte, len(m))
+	for k, v := range m {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = b
+	}
+	return out, nil
+}
+
+func orNull(b []byte) json.RawMessage {
+	if b == nil {
+		return json.RawMessage("null")
+	}
+	return b
+}

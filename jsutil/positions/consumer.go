@@ -1,0 +1,185 @@
+package positions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Consumer is one consumer as the server reported it, with the stored
+// times of its positions and its lag.
+type Consumer struct {
+	Stream string
+	Name   string
+	// Config is the configuration exactly as the server returned it.
+	Config json.RawMessage
+	// Info is the same reply, decoded.
+	Info *jetstream.ConsumerInfo
+	// DeliveredTime and AckFloorTime are the stored times of the messages
+	// at those stream sequences (nil when there is none).
+	DeliveredTime *time.Time
+	AckFloorTime  *time.Time
+	// LagMessages is pending + ack pending; LagNS is how far behind real
+	// time the ack floor is (as jsctl consumer ls reports them).
+	LagMessages uint64
+	LagNS       int64
+}
+
+// Durable reports whether the consumer is durable.
+func (c *Consumer) Durable() bool { return c.Info.Config.Durable != "" }
+
+// Filters are the consumer's filter subjects (none for all subjects).
+func (c *Consumer) Filters() []string { return filtersOf(c.Info.Config) }
+
+func filtersOf(cfg jetstream.ConsumerConfig) []string {
+	if cfg.FilterSubject != "" {
+		return []string{cfg.FilterSubject}
+	}
+	return cfg.FilterSubjects
+}
+
+// streamReader reads one stream's state and its consumers, remembering the
+// message times it looked up.
+type streamReader struct {
+	js     jetstream.JetStream
+	opts   Options
+	stream jetstream.Stream
+	info   *jetstream.StreamInfo
+	times  map[uint64]*time.Time
+}
+
+// openStream reads a stream's info. Errors name the stream.
+func openStream(ctx context.Context, js jetstream.JetStream, name string, opts Options) (*streamReader, error) {
+	if err := checkName("stream", name); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	s, err := js.Stream(rctx, name)
+	if err != nil {
+		return nil, jsutil.Wrap(err, "stream %q", name)
+	}
+	return &streamReader{js: js, opts: opts, stream: s, info: s.CachedInfo(), times: map[uint64]*time.Time{}}, nil
+}
+
+// name is the stream's name.
+func (r *streamReader) name() string { return r.info.Config.Name }
+
+// msgTime is the stored time of message seq, nil when there is none.
+func (r *streamReader) msgTime(ctx context.Context, seq uint64) *time.Time {
+	if seq == 0 || seq < r.info.State.FirstSeq || seq > r.info.State.LastSeq {
+		return nil
+	}
+	if t, ok := r.times[seq]; ok {
+		return t
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	var out *time.Time
+	if m, err := r.stream.GetMsg(rctx, seq); err == nil {
+		t := m.Time.UTC()
+		out = &t
+	}
+	r.times[seq] = out
+	return out
+}
+
+// consumer reads one consumer with a raw CONSUMER.INFO request, so the
+// configuration is kept exactly as the server sent it. Errors name the
+// consumer and the stream.
+func (r *streamReader) consumer(ctx context.Context, name string) (*Consumer, error) {
+	if err := checkName("consumer", name); err != nil {
+		return nil, err
+	}
+	stream := r.name()
+	data, err := r.request(ctx, fmt.Sprintf("CONSUMER.INFO.%s.%s", stream, name), nil)
+	if err != nil {
+		return nil, jsutil.Wrap(err, "consumer %q on %q", name, stream)
+	}
+	var raw struct {
+		Config json.RawMessage `json:"config"`
+	}
+	var info jetstream.ConsumerInfo
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("consumer %q on %q: read info: %w", name, stream, err)
+	}
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("consumer %q on %q: read info: %w", name, stream, err)
+	}
+	c := &Consumer{Stream: stream, Name: name, Config: raw.Config, Info: &info}
+	c.DeliveredTime = r.msgTime(ctx, info.Delivered.Stream)
+	c.AckFloorTime = r.msgTime(ctx, info.AckFloor.Stream)
+	c.LagMessages = info.NumPending + uint64(max(info.NumAckPending, 0))
+	if c.LagMessages > 0 {
+		ref := c.AckFloorTime
+		if ref == nil {
+			ref = r.msgTime(ctx, max(r.info.State.FirstSeq, 1))
+		}
+		if now := r.opts.Now(); ref != nil && now.After(*ref) {
+			c.LagNS = now.Sub(*ref).Nanoseconds()
+		}
+	}
+	return c, nil
+}
+
+// durables lists the names of the stream's durable consumers, sorted.
+func (r *streamReader) durables(ctx context.Context) ([]string, error) {
+	var out []string
+	list := r.stream.ListConsumers(ctx)
+	for ci := range list.Info() {
+		if ci.Config.Durable != "" {
+			out = append(out, ci.Name)
+		}
+	}
+	if err := list.Err(); err != nil {
+		return nil, jsutil.Wrap(err, "list consumers of %q", r.name())
+	}
+	sortStrings(out)
+	return out, nil
+}
+
+// request sends one JetStream API request and returns the reply, or the
+// API error it carries (consumer and stream not found as nats.go's
+// sentinels, so jsutil.Wrap words them plainly).
+func (r *streamReader) request(ctx context.Context, subject string, body []byte) ([]byte, error) {
+	return apiRequest(ctx, r.js, r.opts.Timeout, subject, body)
+}
+
+func apiRequest(ctx context.Context, js jetstream.JetStream, timeout time.Duration, subject string, body []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	msg, err := js.Conn().RequestWithContext(ctx, jsutil.APIPrefix(js.Options())+subject, body)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		Error *struct {
+			Code        int    `json:"code"`
+			ErrCode     uint16 `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error,omitempty"`
+	}
+	if err := json.Unmarshal(msg.Data, &head); err != nil {
+		return nil, fmt.Errorf("read reply to %s: %w", subject, err)
+	}
+	if e := head.Error; e != nil {
+		switch jetstream.ErrorCode(e.ErrCode) {
+		case jetstream.JSErrCodeConsumerNotFound:
+			return nil, jetstream.ErrConsumerNotFound
+		case jetstream.JSErrCodeStreamNotFound:
+			return nil, jetstream.ErrStreamNotFound
+		}
+		return nil, &jetstream.APIError{Code: e.Code, ErrorCode: jetstream.ErrorCode(e.ErrCode), Description: e.Description}
+	}
+	return msg.Data, nil
+}
+
+// isNotFound reports whether err says a stream or consumer does not exist.
+func isNotFound(err error) bool {
+	return errors.Is(err, jsutil.ErrNotFound)
+}

@@ -1,0 +1,81 @@
+package positions
+
+import (
+	"context"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// UntilResumed is the pause time to give Pause for a pause without an end:
+// the server needs a time, and this one (the end of the year 9999) never
+// comes.
+func UntilResumed() time.Time { return time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC) }
+
+// PauseState is a consumer's pause state as the server reported it after a
+// pause or resume.
+type PauseState struct {
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
+	Paused   bool   `json:"paused"`
+	// PauseUntil is when the pause ends by itself (nil when not paused).
+	PauseUntil *time.Time `json:"pause_until"`
+	// UntilResumed is set for a pause without an end (PauseUntil is then
+	// the year 9999).
+	UntilResumed bool `json:"until_resumed"`
+}
+
+// Pause pauses a consumer until the given time (UntilResumed for no end),
+// with the server's pause API: it keeps its position and configuration but
+// delivers nothing until then, or until Resume. A time that has passed is an
+// error wrapping jsutil.ErrBadInput.
+func Pause(ctx context.Context, js jetstream.JetStream, stream, consumer string, until time.Time, opts Options) (*PauseState, error) {
+	opts = opts.withDefaults()
+	if err := checkNames(stream, consumer); err != nil {
+		return nil, err
+	}
+	if !until.After(opts.Now()) {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "pause consumer %q on %q: %s has passed; give a time in the future", consumer, stream, until.UTC().Format(time.RFC3339))
+	}
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	resp, err := js.PauseConsumer(rctx, stream, consumer, until)
+	if err != nil {
+		return nil, jsutil.Wrap(err, "pause consumer %q on %q", consumer, stream)
+	}
+	return pauseState(stream, consumer, resp), nil
+}
+
+// Resume ends a consumer's pause; resuming a consumer that is not paused
+// changes nothing.
+func Resume(ctx context.Context, js jetstream.JetStream, stream, consumer string, opts Options) (*PauseState, error) {
+	opts = opts.withDefaults()
+	if err := checkNames(stream, consumer); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	resp, err := js.ResumeConsumer(rctx, stream, consumer)
+	if err != nil {
+		return nil, jsutil.Wrap(err, "resume consumer %q on %q", consumer, stream)
+	}
+	return pauseState(stream, consumer, resp), nil
+}
+
+func pauseState(stream, consumer string, resp *jetstream.ConsumerPauseResponse) *PauseState {
+	st := &PauseState{Stream: stream, Consumer: consumer, Paused: resp.Paused}
+	if resp.Paused && !resp.PauseUntil.IsZero() {
+		t := resp.PauseUntil.UTC()
+		st.PauseUntil = &t
+		st.UntilResumed = !t.Before(UntilResumed())
+	}
+	return st
+}
+
+func checkNames(stream, consumer string) error {
+	if err := checkName("stream", stream); err != nil {
+		return err
+	}
+	return checkName("consumer", consumer)
+}

@@ -1,0 +1,193 @@
+package positions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket is the KV bucket that holds snapshots, one key per snapshot name.
+const Bucket = "JSCTL_SNAPSHOTS"
+
+// store writes snap under its name, creating the bucket on first use with
+// the replicas of the snapshot's largest stream, so the snapshot is as
+// available as what it describes.
+func store(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Options) error {
+	replicas := 1
+	for _, st := range snap.Streams {
+		replicas = max(replicas, st.Replicas)
+	}
+	kv, err := openBucket(ctx, js, opts, min(replicas, 5))
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	rev, err := kv.Create(rctx, snap.Name, b)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return jsutil.Errorf(jsutil.ErrConflict, "snapshot %q exists already: choose another name, or remove it first with jsctl consumer snapshot rm %s", snap.Name, snap.Name)
+	}
+	if err != nil {
+		return jsutil.Wrap(err, "store snapshot %q in bucket %q (%d bytes)", snap.Name, opts.SnapshotBucket, len(b))
+	}
+	snap.Revision = rev
+	return nil
+}
+
+// openBucket opens the snapshot bucket; with replicas > 0 it creates a
+// missing one, else a missing bucket is jetstream.ErrBucketNotFound.
+func openBucket(ctx context.Context, js jetstream.JetStream, opts Options, replicas int) (jetstream.KeyValue, error) {
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	bucket := opts.SnapshotBucket
+	kv, err := js.KeyValue(rctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) && replicas > 0 {
+		kv, err = js.CreateKeyValue(rctx, jetstream.KeyValueConfig{
+			Bucket:      bucket,
+			Description: "jsctl consumer position snapshots",
+			History:     1,
+			Replicas:    replicas,
+			Storage:     jetstream.FileStorage,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(rctx, bucket)
+		}
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, jsutil.Wrap(err, "open snapshot bucket %q", bucket)
+	}
+	return kv, err
+}
+
+// Get reads the snapshot called name; a missing one is an error wrapping
+// jsutil.ErrNotFound.
+func Get(ctx context.Context, js jetstream.JetStream, name string, opts Options) (*Snapshot, error) {
+	opts = opts.withDefaults()
+	if err := CheckSnapshotName(name); err != nil {
+		return nil, err
+	}
+	kv, err := openBucket(ctx, js, opts, 0)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, notFound(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	e, err := kv.Get(rctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, notFound(name)
+	}
+	if err != nil {
+		return nil, jsutil.Wrap(err, "read snapshot %q", name)
+	}
+	return decode(name, e.Value(), e.Revision())
+}
+
+func notFound(name string) error {
+	return jsutil.Errorf(jsutil.ErrNotFound, "snapshot %q not found (jsctl consumer snapshot ls lists them)", name)
+}
+
+// Decode reads a snapshot document (as stored or exported); name is used in
+// errors. A document of a later version than DocumentVersion is refused.
+func Decode(name string, data []byte) (*Snapshot, error) { return decode(name, data, 0) }
+
+func decode(name string, data []byte, rev uint64) (*Snapshot, error) {
+	var s Snapshot
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q is not a snapshot document: %v", name, err)
+	}
+	switch {
+	case s.Version == 0 || s.Name == "":
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q is not a snapshot document (no version or name)", name)
+	case s.Version > DocumentVersion:
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q has document version %d; this jsctl reads up to version %d (upgrade jsctl)", name, s.Version, DocumentVersion)
+	}
+	if s.Streams == nil {
+		s.Streams = []StreamSnapshot{}
+	}
+	s.Revision = rev
+	return &s, nil
+}
+
+// List reads every stored snapshot, oldest first; with stream set, only
+// those holding consumers of that stream. No bucket means no snapshots.
+func List(ctx context.Context, js jetstream.JetStream, stream string, opts Options) ([]*Snapshot, error) {
+	opts = opts.withDefaults()
+	names, err := Names(ctx, js, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := []*Snapshot{}
+	for _, n := range names {
+		s, err := Get(ctx, js, n, opts)
+		if errors.Is(err, jsutil.ErrNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if stream == "" || s.HasStream(stream) {
+			out = append(out, s)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Snapshot) int { return a.Created.Compare(b.Created) })
+	return out, nil
+}
+
+// Names lists the stored snapshots' names, sorted.
+func Names(ctx context.Context, js jetstream.JetStream, opts Options) ([]string, error) {
+	opts = opts.withDefaults()
+	kv, err := openBucket(ctx, js, opts, 0)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	keys, err := kv.ListKeys(rctx)
+	if err != nil {
+		return nil, jsutil.Wrap(err, "list snapshots in bucket %q", opts.SnapshotBucket)
+	}
+	out := []string{}
+	for k := range keys.Keys() {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Remove deletes the snapshot called name (its key is purged); a missing
+// one is an error wrapping jsutil.ErrNotFound.
+func Remove(ctx context.Context, js jetstream.JetStream, name string, opts Options) error {
+	opts = opts.withDefaults()
+	snap, err := Get(ctx, js, name, opts)
+	if err != nil {
+		return err
+	}
+	kv, err := openBucket(ctx, js, opts, 0)
+	if err != nil {
+		return fmt.Errorf("remove snapshot %q: %w", name, err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	if err := kv.Purge(rctx, name, jetstream.LastRevision(snap.Revision)); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return jsutil.Errorf(jsutil.ErrConflict, "remove snapshot %q: it changed while being removed; run the command again", name)
+		}
+		return jsutil.Wrap(err, "remove snapshot %q", name)
+	}
+	return nil
+}
