@@ -7,6 +7,7 @@ import (
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/jsctl/jsctl/jsutil/positions"
 )
 
 // This file holds the completion lookups: time keywords, and the names that
@@ -79,6 +80,15 @@ func (c *completer) scopes(bucket string) []string {
 		return nil
 	}
 	names, _ := listScopes(c.serverCx, cl, bucket)
+	return names
+}
+
+func (c *completer) snapshots() []string {
+	cl := c.connect()
+	if cl == nil {
+		return nil
+	}
+	names, _ := positions.Names(c.serverCx, cl.JS, positions.Options{Timeout: completeServerBudget})
 	return names
 }
 

@@ -25,6 +25,7 @@ const (
 	predictStream   = "stream"
 	predictConsumer = "consumer"
 	predictScope    = "scope"
+	predictSnapshot = "snapshot"
 	predictTime     = "time"
 	predictFile     = "file"
 	predictDir      = "dir"
@@ -359,6 +360,8 @@ func (c *completer) values(st *lineState, v *kong.Value, cur, prefix string) ([]
 	case predictScope:
 		bucket := acksBucket(st)
 		out = namesOf(c.scopes(bucket), "scope in "+bucket)
+	case predictSnapshot:
+		out = namesOf(c.snapshots(), "snapshot")
 	case predictTime:
 		out = c.timeCandidates()
 	case predictContext:

@@ -17,6 +17,7 @@ import (
 //	Stream   string   `arg:"" predictor:"stream"`      stream names, from the server
 //	Consumer []string `arg:"" predictor:"consumer"`    consumer names of the stream given earlier on the line
 //	Scope    string   `predictor:"scope"`              ack-record scopes in --bucket (default JSCTL_ACKS)
+//	Name     string   `arg:"" predictor:"snapshot"`    saved consumer snapshots (JSCTL_SNAPSHOTS)
 //	At       string   `arg:"" predictor:"time"`        now, -15m, -1h, -24h, 1d, "2h ago", today's date, ...
 //	Plan     string   `predictor:"file"`               file names (also "dir"; "none" offers nothing)
 //
@@ -46,7 +47,7 @@ type CompletionCmd struct {
 // Help is the long help of completion.
 func (CompletionCmd) Help() string {
 	return `Prints a completion script that completes commands, flags, enum values, and stream,
-consumer and ack-scope names (asked from the server named on the line or by NATS_URL /
+consumer, ack-scope and snapshot names (asked from the server named on the line or by NATS_URL /
 NATS_CONTEXT, within a second; nothing is offered when no server answers, or with
 --embedded). Time arguments complete to now, -15m, -1h, "2h ago", today's date, ...
 

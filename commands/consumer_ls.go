@@ -3,25 +3,43 @@ package commands
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/positions"
 	"github.com/jsctl/jsctl/jsutil/reset"
 )
 
-// ConsumerLsCmd lists a stream's consumers with their positions and lag.
+// ConsumerLsCmd lists consumers with their positions and lag.
 type ConsumerLsCmd struct {
-	Stream string `arg:"" predictor:"stream" help:"Stream whose consumers to list."`
+	Stream string `arg:"" optional:"" predictor:"stream" help:"Stream whose consumers to list (or --streams)."`
+	streamsFlag
 }
 
 // Help is the long help of consumer ls.
 func (ConsumerLsCmd) Help() string {
 	return `Lists each consumer's position as a stream sequence and as the time of that
 message, and its lag: messages not yet acknowledged, and how far behind real
-time its ack floor is. --json prints full records (configuration included).
+time its ack floor is. --streams GLOB lists the consumers of every matching
+stream, with a STREAM column when there is more than one. --json prints full
+records (configuration included).
 
 Examples:
   jsctl consumer ls ORDERS
+  jsctl consumer ls --streams 'ORD*' --streams PAYMENTS
   jsctl consumer ls ORDERS --json`
+}
+
+// Validate checks that one stream is named or selected by pattern.
+func (c *ConsumerLsCmd) Validate() error {
+	if c.Stream == "" && len(c.Streams) == 0 {
+		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream, or select streams with --streams GLOB")
+	}
+	if c.Stream != "" && len(c.Streams) > 0 {
+		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream or pass --streams, not both")
+	}
+	return nil
 }
 
 // Run lists the consumers.
@@ -30,26 +48,50 @@ func (c *ConsumerLsCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	list, err := reset.List(ctx, cl.JS, c.Stream, env.Now())
+	streams, err := positions.SelectStreams(ctx, cl.JS, c.selection(c.Stream, nil, true))
 	if err != nil {
 		return err
+	}
+	list := []*reset.Status{}
+	for _, st := range streams {
+		l, err := reset.List(ctx, cl.JS, st, env.Now())
+		if err != nil {
+			return err
+		}
+		list = append(list, l...)
 	}
 	if p.JSON {
 		return p.PrintJSON(list)
 	}
 	if len(list) == 0 {
-		p.Printf("No consumers on stream %s.\n", c.Stream)
+		switch {
+		case c.Stream != "":
+			p.Printf("No consumers on stream %s.\n", c.Stream)
+		case len(streams) == 0:
+			p.Printf("No streams match %s.\n", strings.Join(c.Streams, ", "))
+		default:
+			p.Printf("No consumers on streams %s.\n", strings.Join(streams, ", "))
+		}
 		return nil
 	}
+	multi := len(streams) > 1
 	var rows [][]string
 	for _, s := range list {
-		rows = append(rows, []string{
+		row := []string{
 			s.Consumer, consumerKind(s), u64(s.Delivered), u64(s.AckFloor), optTime(p, s.AckFloorTime),
 			u64(s.Pending), strconv.Itoa(s.AckPending), strconv.Itoa(s.Waiting),
 			u64(s.LagMessages), lagText(s.LagNS), yesNo(s.Paused),
-		})
+		}
+		if multi {
+			row = append([]string{s.Stream}, row...)
+		}
+		rows = append(rows, row)
 	}
-	return p.Table([]string{"CONSUMER", "TYPE", "DELIVERED", "ACK FLOOR", "ACK FLOOR TIME", "PENDING", "ACK PENDING", "WAITING", "LAG", "LAG TIME", "PAUSED"}, rows)
+	headers := []string{"CONSUMER", "TYPE", "DELIVERED", "ACK FLOOR", "ACK FLOOR TIME", "PENDING", "ACK PENDING", "WAITING", "LAG", "LAG TIME", "PAUSED"}
+	if multi {
+		headers = append([]string{"STREAM"}, headers...)
+	}
+	return p.Table(headers, rows)
 }
 
 func consumerKind(s *reset.Status) string {

@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 
+	"github.com/alecthomas/kong"
 	"github.com/jsctl/jsctl/jsutil"
 )
 
@@ -28,13 +29,63 @@ const exitCodesHelp = `Exit codes:
   4  connection failure or timeout
   5  conflict (consumer busy, plan out of date, compare-and-set lost, refusal without --force)
   6  cancelled (interrupted, or a confirmation declined)
-  7  permission denied by the server`
+  7  permission denied by the server
+  consumer check alone follows the monitoring convention instead:
+  0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (any error, bad usage included)`
+
+// ExitStatus is an error that carries its own exit code, for a command
+// whose codes follow another convention than the table above (consumer
+// check: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN). With Err nil it is a
+// status, not an error: nothing is printed on stderr.
+type ExitStatus struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitStatus) Error() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitStatus) Unwrap() error { return e.Err }
+
+// errorText is what Run prints for err ("" for a bare ExitStatus).
+func errorText(err error) string {
+	var st *ExitStatus
+	if errors.As(err, &st) && st.Err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// usageExitCoder is a command whose usage errors exit with a code of its
+// own instead of ExitUsage.
+type usageExitCoder interface{ usageExitCode() int }
+
+// usageExitCode is the exit code of a command line that does not parse or
+// validate: ExitUsage, or the selected command's own code.
+func usageExitCode(kctx *kong.Context) int {
+	if kctx == nil {
+		return ExitUsage
+	}
+	if n := kctx.Selected(); n != nil && n.Target.IsValid() && n.Target.CanAddr() {
+		if c, ok := n.Target.Addr().Interface().(usageExitCoder); ok {
+			return c.usageExitCode()
+		}
+	}
+	return ExitUsage
+}
 
 // exitCode maps an error to its exit code. This is the only place that does.
 func exitCode(err error) int {
+	var st *ExitStatus
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &st):
+		return st.Code
 	case errors.Is(err, jsutil.ErrBadInput):
 		return ExitUsage
 	case errors.Is(err, jsutil.ErrCancelled):

@@ -57,6 +57,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
 			fmt.Fprintf(stderr, "run \"%s --help\" for usage\n", strings.TrimSpace("jsctl "+commandPath(pe.Context)))
+			return usageExitCode(pe.Context)
 		}
 		return ExitUsage
 	}
@@ -69,7 +70,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if ctx.Err() != nil && !errors.Is(err, jsutil.ErrCancelled) {
 		err = jsutil.Classify(jsutil.ErrCancelled, err)
 	}
-	fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
+	if msg := errorText(err); msg != "" {
+		fmt.Fprintf(stderr, "jsctl: error: %s\n", msg)
+	}
 	return exitCode(err)
 }
 

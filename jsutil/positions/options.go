@@ -34,6 +34,11 @@ func (o Options) withDefaults() Options {
 	if o.SnapshotBucket == "" {
 		o.SnapshotBucket = Bucket
 	}
+	return o
+}
+
+// withWho fills in User and Host, for the documents that record them.
+func (o Options) withWho() Options {
 	if o.User == "" {
 		if u, err := user.Current(); err == nil {
 			o.User = u.Username

@@ -112,7 +112,7 @@ func (s *Snapshot) StreamNames() []string {
 // storing it (Save does both). Every selected stream and consumer must
 // exist, and there must be at least one consumer.
 func Take(ctx context.Context, js jetstream.JetStream, name, description string, sel Selection, opts Options) (*Snapshot, error) {
-	opts = opts.withDefaults()
+	opts = opts.withDefaults().withWho()
 	if err := CheckSnapshotName(name); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,355 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/positions"
+)
+
+// ConsumerCheckCmd checks consumers against thresholds, as a monitoring
+// plugin: Nagios output (or Prometheus text, or JSON) and exit codes
+// 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+type ConsumerCheckCmd struct {
+	Stream    string   `arg:"" optional:"" predictor:"stream" help:"Stream of the consumers (or --streams)."`
+	Consumers []string `arg:"" optional:"" predictor:"consumer" help:"Consumers to check (or --all)."`
+	All       bool     `name:"all" help:"Check every durable consumer of each selected stream."`
+	streamsFlag
+	Format string `name:"format" enum:"nagios,prometheus,json" default:"nagios" predictor:"enum" help:"Output: Nagios plugin lines, Prometheus text exposition, or JSON (same as --json) (${enum})."`
+
+	LagWarn           *uint64 `name:"lag-warn" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Warn above N messages of lag (pending + ack pending)."`
+	LagCrit           *uint64 `name:"lag-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N messages of lag."`
+	LagTimeWarn       string  `name:"lag-time-warn" placeholder:"DURATION" group:"Thresholds (a value above one raises the status)" help:"Warn when the ack floor is more than DURATION behind real time."`
+	LagTimeCrit       string  `name:"lag-time-crit" placeholder:"DURATION" group:"Thresholds (a value above one raises the status)" help:"Critical when the ack floor is more than DURATION behind."`
+	AckPendingWarn    *uint64 `name:"ack-pending-warn" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Warn above N messages delivered and not acknowledged."`
+	AckPendingCrit    *uint64 `name:"ack-pending-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N messages awaiting acknowledgement."`
+	RedeliveredWarn   *uint64 `name:"redelivered-warn" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Warn above N redelivered messages not yet acknowledged."`
+	RedeliveredCrit   *uint64 `name:"redelivered-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N redelivered messages."`
+	WaitingWarn       *uint64 `name:"waiting-warn" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Warn above N waiting pull requests."`
+	WaitingCrit       *uint64 `name:"waiting-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N waiting pull requests."`
+	LastDeliveryWarn  string  `name:"last-delivery-warn" placeholder:"DURATION" group:"Thresholds (a value above one raises the status)" help:"Warn when the last delivery is older than DURATION."`
+	LastDeliveryCrit  string  `name:"last-delivery-crit" placeholder:"DURATION" group:"Thresholds (a value above one raises the status)" help:"Critical when the last delivery is older than DURATION."`
+	LastAckWarn       string  `name:"last-ack-warn" placeholder:"DURATION" group:"Thresholds (a value above one raises the status)" help:"Warn when the last acknowledgement is older than DURATION."`
+	LastAckCrit       string  `name:"last-ack-crit" placeholder:"DURATION" group:"Thresholds (a value above one raises the status)" help:"Critical when the last acknowledgement is older than DURATION."`
+	PausedWarn        bool    `name:"paused-warn" group:"Thresholds (a value above one raises the status)" help:"Warn when the consumer is paused."`
+	PausedCrit        bool    `name:"paused-crit" group:"Thresholds (a value above one raises the status)" help:"Critical when the consumer is paused."`
+	FailedRecordsWarn *uint64 `name:"failed-records-warn" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Warn above N failed ack records in the consumer's scope (jsctl consume)."`
+	FailedRecordsCrit *uint64 `name:"failed-records-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N failed ack records."`
+	StaleClaimsWarn   *uint64 `name:"stale-claims-warn" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Warn above N claims whose lease ran out."`
+	StaleClaimsCrit   *uint64 `name:"stale-claims-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N claims whose lease ran out."`
+	AcksBucket        string  `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket read by --failed-records-* and --stale-claims-*."`
+}
+
+// Help is the long help of consumer check.
+func (ConsumerCheckCmd) Help() string {
+	return `Checks consumers against thresholds, for Nagios, Icinga, Sensu or Prometheus. Each
+threshold has a warning and a critical form; a value above it raises the status.
+Only the thresholds given are applied; every measured value is reported.
+
+Output (--format nagios, the default) follows the Nagios plugin format: a first
+line with the worst status, a summary and the performance data of every consumer
+('STREAM.CONSUMER.metric'=value[s];warn;crit;min;max), then one line per consumer:
+  WARNING: 2 consumers on ORDERS: 1 warning, 1 ok | 'ORDERS.billing.lag'=1500;1000;5000;0 ...
+  WARNING: ORDERS/billing: lag 1500 > 1000 (warning)
+  OK: ORDERS/audit: lag 0 messages (0s)
+--format prometheus prints the same values in the Prometheus text format (gauges
+named jsctl_consumer_*, labels stream and consumer); --json the full report.
+
+Exit codes follow the monitoring convention, for this command only: 0 OK,
+1 WARNING, 2 CRITICAL, 3 UNKNOWN. A named stream or consumer that does not exist
+is CRITICAL; a server that cannot be reached, a permission error or a bad command
+line is UNKNOWN (3), never 2.
+
+Failed ack records and claims whose lease ran out are read from the consumer's
+scope (STREAM.CONSUMER) in --acks-bucket only when one of their thresholds is
+given: that reads every record of the scope.
+
+Examples:
+  jsctl consumer check ORDERS billing --lag-warn 1000 --lag-crit 5000
+  jsctl consumer check ORDERS --all --lag-time-warn 5m --lag-time-crit 30m --paused-warn
+  jsctl consumer check --streams 'ORD*' --all --last-ack-crit 1h --format prometheus
+  jsctl consumer check ORDERS billing --failed-records-warn 0 --stale-claims-crit 10 --json`
+}
+
+// usageExitCode makes a bad command line UNKNOWN (3), as monitoring
+// plugins do, rather than the usual 2 (which would read as CRITICAL).
+func (*ConsumerCheckCmd) usageExitCode() int { return int(positions.Unknown) }
+
+// Validate checks the selection and the thresholds.
+func (c *ConsumerCheckCmd) Validate() error {
+	if err := c.selection(c.Stream, c.Consumers, c.All).Validate(); err != nil {
+		return err
+	}
+	_, err := c.thresholds()
+	return err
+}
+
+// thresholds reads the threshold flags.
+func (c *ConsumerCheckCmd) thresholds() (positions.Thresholds, error) {
+	var th positions.Thresholds
+	var firstErr error
+	count := func(name string, warn, crit *uint64) positions.Limit {
+		var l positions.Limit
+		if warn != nil {
+			v := float64(*warn)
+			l.Warn = &v
+		}
+		if crit != nil {
+			v := float64(*crit)
+			l.Crit = &v
+		}
+		if l.Warn != nil && l.Crit != nil && *l.Warn > *l.Crit && firstErr == nil {
+			firstErr = jsutil.Errorf(jsutil.ErrBadInput, "--%s-warn %d is above --%s-crit %d: the warning threshold must not exceed the critical one", name, *warn, name, *crit)
+		}
+		return l
+	}
+	duration := func(name, warn, crit string) positions.Limit {
+		var l positions.Limit
+		for _, f := range []struct {
+			flag, val string
+			dst       **float64
+		}{{name + "-warn", warn, &l.Warn}, {name + "-crit", crit, &l.Crit}} {
+			if f.val == "" {
+				continue
+			}
+			d, err := jsutil.ParseDuration(f.val)
+			if err == nil && d < 0 {
+				err = jsutil.Errorf(jsutil.ErrBadInput, "--%s wants a positive duration, got %s", f.flag, f.val)
+			}
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("--%s: %w", f.flag, err)
+				}
+				continue
+			}
+			v := d.Seconds()
+			*f.dst = &v
+		}
+		if l.Warn != nil && l.Crit != nil && *l.Warn > *l.Crit && firstErr == nil {
+			firstErr = jsutil.Errorf(jsutil.ErrBadInput, "--%s-warn %s is above --%s-crit %s: the warning threshold must not exceed the critical one", name, warn, name, crit)
+		}
+		return l
+	}
+	th.Lag = count("lag", c.LagWarn, c.LagCrit)
+	th.LagTime = duration("lag-time", c.LagTimeWarn, c.LagTimeCrit)
+	th.AckPending = count("ack-pending", c.AckPendingWarn, c.AckPendingCrit)
+	th.Redelivered = count("redelivered", c.RedeliveredWarn, c.RedeliveredCrit)
+	th.Waiting = count("waiting", c.WaitingWarn, c.WaitingCrit)
+	th.LastDelivery = duration("last-delivery", c.LastDeliveryWarn, c.LastDeliveryCrit)
+	th.LastAck = duration("last-ack", c.LastAckWarn, c.LastAckCrit)
+	th.FailedRecords = count("failed-records", c.FailedRecordsWarn, c.FailedRecordsCrit)
+	th.StaleClaims = count("stale-claims", c.StaleClaimsWarn, c.StaleClaimsCrit)
+	switch {
+	case c.PausedCrit:
+		th.Paused = positions.Critical
+	case c.PausedWarn:
+		th.Paused = positions.Warning
+	}
+	return th, firstErr
+}
+
+// Run checks the consumers and exits with the status's code.
+func (c *ConsumerCheckCmd) Run(ctx context.Context, env *Env) error {
+	p, err := env.Printer()
+	if err != nil {
+		return &ExitStatus{Code: int(positions.Unknown), Err: err}
+	}
+	format := c.Format
+	if p.JSON {
+		if format == "prometheus" {
+			return &ExitStatus{Code: int(positions.Unknown), Err: jsutil.Errorf(jsutil.ErrBadInput, "--json and --format prometheus cannot be used together")}
+		}
+		format = "json"
+	}
+	rep, err := c.check(ctx, env)
+	if err != nil {
+		switch format {
+		case "nagios":
+			p.Printf("UNKNOWN: %s\n", oneLine(err.Error()))
+		case "json":
+			_ = p.PrintJSON(map[string]string{"status": positions.Unknown.String(), "error": err.Error()})
+		}
+		return &ExitStatus{Code: int(positions.Unknown), Err: err}
+	}
+	switch format {
+	case "json":
+		err = p.PrintJSON(rep)
+	case "prometheus":
+		printPrometheus(p, rep)
+	default:
+		printNagios(p, rep, c.selection(c.Stream, c.Consumers, c.All))
+	}
+	if err != nil {
+		return &ExitStatus{Code: int(positions.Unknown), Err: err}
+	}
+	if rep.Status == positions.OK {
+		return nil
+	}
+	return &ExitStatus{Code: int(rep.Status)}
+}
+
+func (c *ConsumerCheckCmd) check(ctx context.Context, env *Env) (*positions.Report, error) {
+	th, err := c.thresholds()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := env.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return positions.Check(ctx, cl.JS, c.selection(c.Stream, c.Consumers, c.All), th, positionsOptions(env, c.AcksBucket))
+}
+
+// printNagios writes the report in the Nagios plugin format: the status
+// line with every performance value, then one line per consumer.
+func printNagios(p *Printer, rep *positions.Report, sel positions.Selection) {
+	var perf []string
+	for _, r := range rep.Results {
+		for _, m := range r.Metrics {
+			perf = append(perf, nagiosPerf(r.Stream+"."+r.Consumer+"."+m.Name, m))
+		}
+	}
+	line := rep.Status.String() + ": " + oneLine(checkSummary(rep, sel))
+	if len(perf) > 0 {
+		line += " | " + strings.Join(perf, " ")
+	}
+	p.Printf("%s\n", line)
+	for _, r := range rep.Results {
+		who := r.Stream
+		if r.Consumer != "" {
+			who += "/" + r.Consumer
+		}
+		// No '|' in these lines: after the first line, a '|' starts
+		// performance data for the rest of the output.
+		p.Printf("%s: %s: %s\n", r.Status, strings.ReplaceAll(who, "|", "/"), strings.ReplaceAll(r.Summary(), "|", "/"))
+	}
+}
+
+// checkSummary is the first line's text: how many consumers on which
+// streams, by status.
+func checkSummary(rep *positions.Report, sel positions.Selection) string {
+	where := "on " + strings.Join(rep.Streams, ", ")
+	switch {
+	case len(rep.Streams) == 0:
+		return "no streams match " + strings.Join(sel.Streams, ", ")
+	case len(rep.Streams) > 3:
+		where = fmt.Sprintf("on %d streams", len(rep.Streams))
+	}
+	if len(rep.Results) == 0 {
+		return "no durable consumers " + where
+	}
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		word string
+	}{{rep.Counts.Critical, "critical"}, {rep.Counts.Warning, "warning"}, {rep.Counts.Unknown, "unknown"}, {rep.Counts.OK, "ok"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.word))
+		}
+	}
+	noun := "consumers"
+	if len(rep.Results) == 1 {
+		noun = "consumer"
+	}
+	return fmt.Sprintf("%d %s %s: %s", len(rep.Results), noun, where, strings.Join(parts, ", "))
+}
+
+// nagiosPerf writes one performance value: 'label'=value[UOM];warn;crit;min;max
+// (trailing empty fields left out).
+func nagiosPerf(label string, m positions.Metric) string {
+	fields := []string{perfNumber(m.Value, m.Unit) + m.Unit, perfLimit(m.Warn), perfLimit(m.Crit), "0", ""}
+	if m.Name == positions.MetricPaused {
+		fields[4] = "1"
+	}
+	return nagiosLabel(label) + "=" + strings.TrimRight(strings.Join(fields, ";"), ";")
+}
+
+// nagiosLabel quotes a label when it holds characters other than letters,
+// digits and _.:/- (a quote inside is doubled; '=' is not allowed at all).
+func nagiosLabel(s string) string {
+	s = strings.ReplaceAll(s, "=", "_")
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.:/-", r)) {
+			plain = false
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+func perfNumber(v float64, unit string) string {
+	if unit == "s" {
+		v = math.Round(v*1000) / 1000
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+func perfLimit(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
+// printPrometheus writes the report in the Prometheus text exposition
+// format: one gauge per metric, labelled with stream and consumer.
+func printPrometheus(p *Printer, rep *positions.Report) {
+	p.Printf("# HELP jsctl_consumer_check_status Result of jsctl consumer check: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n")
+	p.Printf("# TYPE jsctl_consumer_check_status gauge\n")
+	for _, r := range rep.Results {
+		p.Printf("jsctl_consumer_check_status%s %d\n", promLabels(r.Stream, r.Consumer), int(r.Status))
+	}
+	for _, info := range positions.Metrics() {
+		name := promName(info.Name)
+		first := true
+		for _, r := range rep.Results {
+			for _, m := range r.Metrics {
+				if m.Name != info.Name {
+					continue
+				}
+				if first {
+					p.Printf("# HELP %s %s\n# TYPE %s gauge\n", name, info.Help, name)
+					first = false
+				}
+				p.Printf("%s%s %s\n", name, promLabels(r.Stream, r.Consumer), perfNumber(m.Value, m.Unit))
+			}
+		}
+	}
+}
+
+// promName is a metric's Prometheus name, with its base unit.
+func promName(metric string) string {
+	switch metric {
+	case positions.MetricLag:
+		return "jsctl_consumer_lag_messages"
+	case positions.MetricLagTime:
+		return "jsctl_consumer_lag_seconds"
+	case positions.MetricAckPending:
+		return "jsctl_consumer_ack_pending_messages"
+	case positions.MetricRedelivered:
+		return "jsctl_consumer_redelivered_messages"
+	case positions.MetricWaiting:
+		return "jsctl_consumer_waiting_pulls"
+	case positions.MetricLastDelivery:
+		return "jsctl_consumer_last_delivery_age_seconds"
+	case positions.MetricLastAck:
+		return "jsctl_consumer_last_ack_age_seconds"
+	case positions.MetricFailedRecords:
+		return "jsctl_consumer_failed_ack_records"
+	case positions.MetricStaleClaims:
+		return "jsctl_consumer_stale_ack_claims"
+	}
+	return "jsctl_consumer_" + metric
+}
+
+func promLabels(stream, consumer string) string {
+	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `{stream="` + esc.Replace(stream) + `",consumer="` + esc.Replace(consumer) + `"}`
+}

@@ -1,0 +1,42 @@
+package commands
+
+import (
+	"context"
+
+	"github.com/jsctl/jsctl/jsutil/positions"
+)
+
+// ConsumerResumeCmd ends a consumer's pause.
+type ConsumerResumeCmd struct {
+	Stream   string `arg:"" predictor:"stream" help:"Stream of the consumer."`
+	Consumer string `arg:"" predictor:"consumer" help:"Consumer to resume."`
+}
+
+// Help is the long help of consumer resume.
+func (ConsumerResumeCmd) Help() string {
+	return `Ends a consumer's pause (see jsctl consumer pause): it delivers again from where
+it stopped. Resuming a consumer that is not paused changes nothing.
+
+--json prints {"stream","consumer","paused":false,"pause_until":null,"until_resumed":false}.
+
+Examples:
+  jsctl consumer resume ORDERS billing
+  jsctl consumer resume ORDERS billing --json`
+}
+
+// Run resumes the consumer.
+func (c *ConsumerResumeCmd) Run(ctx context.Context, env *Env) error {
+	cl, p, err := env.Session(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := positions.Resume(ctx, cl.JS, c.Stream, c.Consumer, positionsOptions(env, ""))
+	if err != nil {
+		return err
+	}
+	if !st.Paused && !p.JSON {
+		p.Printf("Resumed consumer %s on %s: it delivers messages again.\n", st.Consumer, st.Stream)
+		return nil
+	}
+	return printPauseState(p, st, env.Now())
+}
