@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/positions"
 	"github.com/jsctl/jsctl/jsutil/reset"
 )
@@ -33,13 +32,7 @@ Examples:
 
 // Validate checks that one stream is named or selected by pattern.
 func (c *ConsumerLsCmd) Validate() error {
-	if c.Stream == "" && len(c.Streams) == 0 {
-		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream, or select streams with --streams GLOB")
-	}
-	if c.Stream != "" && len(c.Streams) > 0 {
-		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream or pass --streams, not both")
-	}
-	return nil
+	return c.selection(c.Stream, nil, true).Validate()
 }
 
 // Run lists the consumers.

@@ -20,7 +20,7 @@ type ConsumerSnapshotCmd struct {
 // a STREAM column first when the snapshot spans several streams.
 func snapshotConsumerRows(p *Printer, snap *positions.Snapshot) ([]string, [][]string) {
 	multi := len(snap.Streams) > 1
-	headers := []string{"CONSUMER", "DELIVERED", "ACK FLOOR", "ACK FLOOR TIME", "PENDING", "ACK PENDING", "ACK RECORDS", "NEXT"}
+	headers := []string{"CONSUMER", "DELIVERED", "ACK FLOOR", "ACK FLOOR TIME", "PENDING", "ACK PENDING", "ACK RECORDS", "RESTORE TO"}
 	if multi {
 		headers = append([]string{"STREAM"}, headers...)
 	}

@@ -18,7 +18,7 @@ type ConsumerSnapshotSaveCmd struct {
 	All       bool     `name:"all" help:"Save every durable consumer of each selected stream."`
 	streamsFlag
 	Description string `name:"description" placeholder:"TEXT" help:"What the snapshot is for (shown by snapshot ls and show)."`
-	Export      string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Also write the snapshot document as JSON to FILE."`
+	Export      string `name:"export" placeholder:"FILE" predictor:"file" help:"Also write the snapshot document as JSON to FILE."`
 	AcksBucket  string `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket whose scopes (STREAM.CONSUMER) are saved too."`
 }
 

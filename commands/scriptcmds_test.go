@@ -50,6 +50,9 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"consumer-config":         cmdConsumerConfig,
 		"kv-add":                  cmdKVAdd,
 		"kv-put":                  cmdKVPut,
+		"consumer-rm":             cmdConsumerRm,
+		"consumer-set-ack-wait":   cmdConsumerSetAckWait,
+		"mask-who":                cmdMaskWho,
 	}
 }
 

@@ -42,8 +42,11 @@ func (s Selection) Validate() error {
 
 // validateStreams checks the stream part alone: a stream name or patterns.
 func (s Selection) validateStreams() error {
-	if (s.Stream == "") == (len(s.Streams) == 0) {
-		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream, or select streams with --streams GLOB (not both)")
+	switch {
+	case s.Stream == "" && len(s.Streams) == 0:
+		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream, or select streams with --streams GLOB")
+	case s.Stream != "" && len(s.Streams) > 0:
+		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream or pass --streams, not both (with --streams, pass --all: consumers cannot be named across streams)")
 	}
 	if s.Stream != "" {
 		return checkName("stream", s.Stream)
