@@ -52,8 +52,9 @@ Only the thresholds given are applied; every measured value is reported.
 
 Output (--format nagios, the default) follows the Nagios plugin format: a first
 line with the worst status, a summary and the performance data of every consumer
-('STREAM.CONSUMER.metric'=value[s];warn;crit;min;max), then one line per consumer:
-  WARNING: 2 consumers on ORDERS: 1 warning, 1 ok | 'ORDERS.billing.lag'=1500;1000;5000;0 ...
+(STREAM.CONSUMER.metric=value[s];warn;crit;min;max, the label quoted when it must
+be), then one line per consumer:
+  WARNING: 2 consumers on ORDERS: 1 warning, 1 ok | ORDERS.billing.lag=1500;1000;5000;0 ...
   WARNING: ORDERS/billing: lag 1500 > 1000 (warning)
   OK: ORDERS/audit: lag 0 messages (0s)
 --format prometheus prints the same values in the Prometheus text format (gauges

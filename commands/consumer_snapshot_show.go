@@ -2,7 +2,9 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
@@ -89,11 +91,35 @@ func (c *ConsumerSnapshotShowCmd) Run(ctx context.Context, env *Env) error {
 			who = m.Stream + "/" + m.Consumer
 		}
 		for _, ch := range m.ConfigChanges {
-			p.Printf("  %s: %s: %s -> %s\n", who, ch.Field, Preview(ch.Saved, 80), Preview(ch.Now, 80))
+			p.Printf("  %s: %s: %s -> %s\n", who, ch.Field, configValueText(ch.Field, ch.Saved), configValueText(ch.Field, ch.Now))
 		}
 		for _, w := range m.Warnings {
 			p.Printf("  %s: warning: %s\n", who, strings.TrimSpace(w))
 		}
 	}
 	return nil
+}
+
+// durationFields are the consumer configuration fields the server gives
+// in nanoseconds.
+var durationFields = map[string]bool{"ack_wait": true, "backoff": true, "idle_heartbeat": true, "inactive_threshold": true, "max_expires": true}
+
+// configValueText shows a configuration value for people: durations as
+// durations ("30s", "[1s 5s]"), anything else as its JSON.
+func configValueText(field string, raw json.RawMessage) string {
+	if durationFields[field] {
+		var ns int64
+		if json.Unmarshal(raw, &ns) == nil {
+			return time.Duration(ns).String()
+		}
+		var list []int64
+		if json.Unmarshal(raw, &list) == nil && list != nil {
+			out := make([]string, len(list))
+			for i, n := range list {
+				out[i] = time.Duration(n).String()
+			}
+			return "[" + strings.Join(out, " ") + "]"
+		}
+	}
+	return Preview(raw, 80)
 }

@@ -6,7 +6,7 @@ type CLI struct {
 
 	Seek       SeekCmd       `cmd:"" help:"Find the stream sequence for a time."`
 	Stream     StreamCmd     `cmd:"" help:"Look at streams."`
-	Consumer   ConsumerCmd   `cmd:"" help:"List, inspect, reset and undo durable consumers."`
+	Consumer   ConsumerCmd   `cmd:"" help:"List, inspect, reset, pause, check and snapshot durable consumers."`
 	Consume    ConsumeCmd    `cmd:"" help:"Run a command once per message, idempotently (ack records in KV)."`
 	Acks       AcksCmd       `cmd:"" help:"Inspect and manage ack records (ls, get, forget, stats, compact)."`
 	Demo       DemoCmd       `cmd:"" help:"Walk through seek, reset and idempotent processing on a throw-away server."`
@@ -24,6 +24,7 @@ Examples:
   jsctl seek ORDERS "2026-11-29 10:00:00" --around 3  # the exact sequence for a time, with neighbours
   jsctl stream timeline ORDERS --since -6h            # where traffic changed
   jsctl consumer reset ORDERS billing --to-time 10:00 # plan a rewind; add --execute to apply it
+  jsctl consumer check ORDERS --all --lag-warn 1000   # Nagios/Prometheus health check (exit 0-3)
   jsctl consume ORDERS billing --exec ./bill.sh       # run a handler once per message
   jsctl serve --store ./data                          # a development server on 127.0.0.1:4222
   jsctl --embedded ./data seek ORDERS -1h             # any command against an in-process server
