@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -61,6 +60,12 @@ type Record struct {
 	// LeaseExpires is when a claim's lease runs out unless renewed (zero for
 	// done and failed records).
 	LeaseExpires time.Time `json:"lease_expires,omitzero"`
+	// Reason says why a failed record failed (the handler's error, or why
+	// the handler could not run).
+	Reason string `json:"reason,omitempty"`
+	// KeySpec names what produced the dedup key (a key spec such as
+	// "header:Nats-Msg-Id" or "json:order.id"; "seq" for the sequence).
+	KeySpec string `json:"key_spec,omitempty"`
 	// Size is the number of bytes of the stored value.
 	Size int `json:"size"`
 }
@@ -73,8 +78,10 @@ type value struct {
 	Worker     string `json:"w,omitempty"`
 	Fence      uint64 `json:"f,omitempty"`
 	Deliveries uint64 `json:"d,omitempty"`
-	Expires    int64  `json:"x,omitempty"` // lease expiry, Unix nanoseconds
-	Key        string `json:"k,omitempty"` // the dedup key, when the record key holds its hash
+	Expires    int64  `json:"x,omitempty"`  // lease expiry, Unix nanoseconds
+	Key        string `json:"k,omitempty"`  // the dedup key, when the record key holds its hash
+	Reason     string `json:"r,omitempty"`  // why a failed record failed
+	Spec       string `json:"ks,omitempty"` // the key spec that produced the key
 }
 
 func (v value) encode() []byte {
@@ -107,7 +114,7 @@ func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64,
 	r := Record{
 		Scope: scope, Key: key, KeyFrom: kind, KVKey: kvKey, Revision: rev, Time: t,
 		State: v.State, Seq: v.Seq, Hash: v.Hash, Worker: v.Worker, Fence: v.Fence,
-		Deliveries: v.Deliveries, Size: size,
+		Deliveries: v.Deliveries, Size: size, Reason: v.Reason, KeySpec: v.Spec,
 	}
 	if r.Fence == 0 && v.State == StateClaim {
 		r.Fence = rev // a claim not yet renewed: its own revision
@@ -123,21 +130,4 @@ func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64,
 func PayloadHash(data []byte) string {
 	h := sha256.Sum256(data)
 	return hex.EncodeToString(h[:12])
-}
-
-// floorValue is the stored form of a scope's floor record.
-type floorValue struct {
-	Seq uint64 `json:"q"`
-}
-
-func decodeFloor(bucket, kvKey string, data []byte) (uint64, error) {
-	var f floorValue
-	if err := json.Unmarshal(data, &f); err != nil {
-		return 0, jsutil.Errorf(jsutil.ErrBadInput, "floor record %q in bucket %q is corrupt: %v", kvKey, bucket, err)
-	}
-	return f.Seq, nil
-}
-
-func encodeFloor(seq uint64) []byte {
-	return fmt.Appendf(nil, `{"q":%d}`, seq)
 }
