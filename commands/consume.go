@@ -220,8 +220,9 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	if sum.Failed > 0 {
-		return fmt.Errorf("%d of %d messages failed in this run (%s; %d terminated, the others will be redelivered)",
-			sum.Failed, sum.Processed+sum.Duplicates+sum.Failed, plural(sum.FailedDeliveries, "failed delivery", "failed deliveries"), sum.Terminated)
+		return fmt.Errorf("%d of %d messages failed in this run (%s): %d terminated with a final failed record, %d will be redelivered",
+			sum.Failed, sum.Processed+sum.Duplicates+sum.Failed, plural(sum.FailedDeliveries, "failed delivery", "failed deliveries"),
+			sum.Terminated, max(sum.Failed-sum.Terminated, 0))
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package acks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -118,22 +117,13 @@ func (l *loop) runBatch(work context.Context, batch []*job) {
 	if len(run) == 0 {
 		return
 	}
-	var claimed []*job
 	ds := make([]Delivery, len(run))
 	for i, j := range run {
 		ds[i] = j.d
-		if j.d.Idempotent {
-			claimed = append(claimed, j)
-		}
 	}
-	hctx, k := l.s.keepLeases(work, c.lease, claimed)
+	hctx, set := l.leases.hold(work, run)
 	results, err := l.callBatch(hctx, ds)
-	for _, h := range k.finish() {
-		h.j.cl.rev, h.j.cl.sent = h.rev, h.sent
-		if h.lost {
-			h.j.res.LeaseLost = true
-		}
-	}
+	l.leases.release(set)
 	per := time.Since(start) / time.Duration(len(run))
 	for _, j := range run {
 		l.handled(j, time.Now().Add(-per))
@@ -167,72 +157,23 @@ func (l *loop) callBatch(ctx context.Context, ds []Delivery) (results []error, e
 	return results, err
 }
 
-// claimAll claims the records of a batch's idempotent messages, all in
-// flight together, and returns the messages whose handler runs. A claim
-// that cannot be made in one write (the key holds a record or a marker)
-// goes through the full claim, one by one.
+// claimAll finishes the claims of a batch's idempotent messages (made
+// ahead, all in flight together, as they were fetched) and returns the
+// messages whose handler runs, in the batch's order.
 func (l *loop) claimAll(ctx context.Context, batch []*job) []*job {
 	c := &l.c.processConfig
-	type pending struct {
-		j    *job
-		fut  jetstream.PubAckFuture
-		sent time.Time
-	}
-	var ps []pending
 	var run []*job
 	for _, j := range batch {
 		if !j.d.Idempotent {
 			run = append(run, j)
 			continue
 		}
-		v := j.value(StateClaim, l.s.worker)
-		v.Expires = time.Now().Add(c.lease).UnixNano()
-		sent := time.Now()
-		fut, err := l.s.js.PublishMsgAsync(l.s.kvMsg(j.kvKey, v.encode(), 0, c.lease))
-		if err != nil {
-			ps = append(ps, pending{j: j})
-			continue
-		}
-		ps = append(ps, pending{j: j, fut: fut, sent: sent})
-	}
-	t := time.NewTimer(writeAttempt)
-	defer t.Stop()
-	for _, p := range ps {
-		var dup *Record
-		var err error
-		claimedNow := false
-		if p.fut != nil {
-			select {
-			case ack := <-p.fut.Ok():
-				p.j.cl = claim{rev: ack.Sequence, fence: ack.Sequence, sent: p.sent}
-				claimedNow = true
-			case err = <-p.fut.Err():
-			case <-t.C:
-				err = context.DeadlineExceeded
-			}
-		}
-		if !claimedNow {
-			// Taken, a marker in the way, or no answer (the claim may have
-			// landed: a retry finds our own claim and reports it busy, and
-			// the lease lets it go).
-			if p.fut == nil || errors.Is(casErr(err), jetstream.ErrKeyRevisionMismatch) {
-				dup, err = l.s.claimRecord(ctx, p.j, c.lease)
-			} else {
-				err = jsutil.Wrap(err, "claim ack record %q in bucket %q", p.j.kvKey, l.s.bucket)
-			}
-		}
-		if l.s.admitClaimed(ctx, p.j, c, l, dup, err) {
-			run = append(run, p.j)
+		dup, err := l.resolveClaim(ctx, j)
+		if l.s.admitClaimed(ctx, j, c, l, dup, err) {
+			run = append(run, j)
 		}
 	}
-	// Keep the batch's order.
-	ordered := make([]*job, 0, len(run))
-	for _, j := range batch {
-		if contains(run, j) {
-			ordered = append(ordered, j)
-		}
-	}
-	return ordered
+	return run
 }
 
 func contains(js []*job, j *job) bool {

@@ -203,6 +203,7 @@ type loop struct {
 	ackWait      time.Duration
 	maxExtra     int
 
+	leases      *leases
 	queue       chan *job
 	completions chan *pendingDone
 	freed       chan struct{}
@@ -237,6 +238,8 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	defer stopDrain()
 
 	l.startFloor(ctx)
+	l.leases = l.s.newLeases(c.lease)
+	defer l.leases.close()
 	var workers sync.WaitGroup
 	for range c.workers {
 		workers.Add(1)
@@ -377,12 +380,13 @@ func (l *loop) countFailed(ctx context.Context) {
 }
 
 // extra is how many messages may wait in the queue beyond the workers:
-// enough to keep them busy, few enough that none waits AckWait/3.
+// enough to keep them busy, few enough that none waits a third of the ack
+// wait or of the lease (their claims are made as they are fetched).
 func (l *loop) extra() int {
 	if l.avgDur <= 0 {
 		return min(l.maxExtra, max(l.c.workers, 16))
 	}
-	n := int(time.Duration(l.c.workers) * (l.ackWait / 3) / l.avgDur)
+	n := int(time.Duration(l.c.workers) * (min(l.ackWait, l.c.lease) / 3) / l.avgDur)
 	return max(0, min(n, l.maxExtra))
 }
 
@@ -400,7 +404,55 @@ func (l *loop) enqueue(msg jetstream.Msg) {
 		l.report(j.res)
 		return
 	}
+	if j.d.Idempotent {
+		// Claim ahead: by the time a worker takes the message, its claim
+		// has usually been answered (see resolveClaim).
+		j.claimSent = time.Now()
+		j.claimFut, _ = l.s.js.PublishMsgAsync(l.s.kvMsg(j.kvKey, l.s.claimMsg(j, 0, l.c.lease), 0, l.c.lease))
+	}
 	l.queue <- j
+}
+
+// resolveClaim finishes the claim of a message taken from the queue. A
+// claim made ahead is used when it landed: if it waited in the queue for a
+// renewal period or more, it is renewed first (so it cannot run out before
+// the handler's leases take over). A claim that met a record or a marker,
+// or got no answer, goes through the full claim (claimRecord).
+func (l *loop) resolveClaim(ctx context.Context, j *job) (*Record, error) {
+	lease := l.c.lease
+	if j.claimFut == nil {
+		return l.s.claimRecord(ctx, j, lease)
+	}
+	var err error
+	t := time.NewTimer(max(writeAttempt-time.Since(j.claimSent), time.Millisecond))
+	defer t.Stop()
+	select {
+	case ack := <-j.claimFut.Ok():
+		j.cl = claim{rev: ack.Sequence, fence: ack.Sequence, sent: j.claimSent}
+	case err = <-j.claimFut.Err():
+	case <-t.C:
+		err = context.DeadlineExceeded
+	}
+	j.claimFut = nil
+	switch {
+	case err == nil && time.Since(j.cl.sent) < renewEvery(lease):
+		return nil, nil
+	case err == nil:
+		v := j.value(StateClaim, l.s.worker)
+		v.Expires = time.Now().Add(lease).UnixNano()
+		sent := time.Now()
+		rev, rerr := l.s.publish(ctx, j.kvKey, v.encode(), j.cl.rev, lease)
+		if rerr != nil {
+			return nil, jsutil.Wrap(rerr, "renew ack record %q in bucket %q", j.kvKey, l.s.bucket)
+		}
+		j.cl.rev, j.cl.sent = rev, sent
+		return nil, nil
+	case errors.Is(casErr(err), jetstream.ErrKeyRevisionMismatch):
+		return l.s.claimRecord(ctx, j, lease)
+	}
+	// No answer: the claim may have landed, and then it runs out after the
+	// lease; the message comes back then.
+	return nil, jsutil.Wrap(err, "claim ack record %q in bucket %q", j.kvKey, l.s.bucket)
 }
 
 // worker handles messages one at a time.
@@ -413,18 +465,22 @@ func (l *loop) worker(ctx, work context.Context) {
 		}
 		start := time.Now()
 		l.freshen(j)
-		if !l.s.admit(work, j, c, l) {
+		run := true
+		if j.d.Idempotent {
+			dup, err := l.resolveClaim(work, j)
+			run = l.s.admitClaimed(work, j, c, l, dup, err)
+		}
+		if !run {
 			l.handled(j, start)
 			l.finish(j)
 			continue
 		}
-		hctx, k := l.s.keepLeases(work, c.lease, []*job{j})
+		hctx, set := l.leases.hold(work, []*job{j})
 		herr := l.h(hctx, j.d)
-		h := k.finish()[0]
-		j.cl.rev, j.cl.sent = h.rev, h.sent
+		lost := l.leases.release(set)
 		l.handled(j, start)
 		switch {
-		case j.d.Idempotent && h.lost:
+		case lost:
 			l.s.leaseLost(j, c)
 		case herr != nil:
 			l.s.handlerFailed(work, j, c, herr)
@@ -446,8 +502,19 @@ func (l *loop) freshen(j *job) {
 	}
 }
 
-// drop naks a fetched message that will not be handled in this run.
+// drop naks a fetched message that will not be handled in this run,
+// releasing the claim made ahead for it.
 func (l *loop) drop(j *job) {
+	if j.claimFut != nil {
+		select {
+		case ack := <-j.claimFut.Ok():
+			ctx, cancel := context.WithTimeout(context.Background(), writeAttempt)
+			l.s.release(ctx, j, ack.Sequence)
+			cancel()
+		case <-j.claimFut.Err():
+		case <-time.After(writeAttempt):
+		}
+	}
 	_ = j.msg.Nak()
 	l.mu.Lock()
 	l.active--
@@ -485,6 +552,7 @@ func (l *loop) finish(j *job) {
 	l.out--
 	l.mu.Unlock()
 	l.report(j.res)
+	l.signal() // the fetcher may be waiting for --max or --idle to be reached
 }
 
 func (l *loop) report(r Result) {
@@ -508,6 +576,7 @@ func (l *loop) report(r Result) {
 		l.failing[r.Seq] = key
 		if r.Final {
 			s.Terminated++
+			l.progress = true // a terminated message moves the ack floor too
 		}
 	case Busy:
 		s.Busy++

@@ -23,6 +23,13 @@ type job struct {
 	// metadata: the stream's last sequence is at least d.Seq+pending.
 	pending uint64
 	got     time.Time // when it was received
+	// claimFut is a claim published ahead (Consume claims a message as it
+	// is fetched); claimSent is when it was sent.
+	claimFut  jetstream.PubAckFuture
+	claimSent time.Time
+	// failures is the count of the failed record the claim took over
+	// (0 when there was none, or it was final).
+	failures uint64
 }
 
 // claim is a claim this worker holds.
@@ -72,6 +79,14 @@ func (j *job) value(st State, worker string) value {
 	return value{State: st, Seq: j.d.Seq, Hash: j.hash, Worker: worker, Fence: j.cl.fence, Deliveries: j.d.Deliveries, Key: keepKey(j.d)}
 }
 
+// claimMsg is the write that claims j's record over revision rev.
+func (s *Store) claimMsg(j *job, rev uint64, lease time.Duration) []byte {
+	v := j.value(StateClaim, s.worker)
+	v.Fence = 0
+	v.Expires = time.Now().Add(lease).UnixNano()
+	return v.encode()
+}
+
 // errCorrupt is a record that does not read; rev is its revision, so a
 // failed record may replace it once the message fails for good.
 type errCorrupt struct {
@@ -95,11 +110,8 @@ func (e *errCorrupt) Unwrap() error { return e.err }
 func (s *Store) claimRecord(ctx context.Context, j *job, lease time.Duration) (*Record, error) {
 	var rev uint64
 	for attempt := 0; attempt < 5; attempt++ {
-		v := j.value(StateClaim, s.worker)
-		v.Fence = 0
-		v.Expires = time.Now().Add(lease).UnixNano()
 		sent := time.Now()
-		nrev, err := s.publish(ctx, j.kvKey, v.encode(), rev, lease)
+		nrev, err := s.publish(ctx, j.kvKey, s.claimMsg(j, rev, lease), rev, lease)
 		if err == nil {
 			j.cl = claim{rev: nrev, fence: nrev, sent: sent, tookOver: j.cl.tookOver}
 			return nil, nil
@@ -126,6 +138,10 @@ func (s *Store) claimRecord(ctx context.Context, j *job, lease time.Duration) (*
 			return &r, nil
 		}
 		rev, j.cl.tookOver = r.Revision, true
+		j.failures = uint64(r.Failures)
+		if r.Final {
+			j.failures = 0 // run again on purpose (a rewind, a retry): count anew
+		}
 	}
 	return nil, jsutil.Errorf(jsutil.ErrConflict, "claim ack record %q in bucket %q: too many concurrent changes", j.kvKey, s.bucket)
 }
@@ -195,11 +211,12 @@ func (s *Store) release(ctx context.Context, j *job, rev uint64) {
 	_ = s.purge(ctx, j.kvKey, rev)
 }
 
-// keepFailed writes a failed record with reason over revision rev (our
-// claim, or a corrupt record), kept for the retention.
-func (s *Store) keepFailed(ctx context.Context, j *job, rev uint64, reason string) error {
+// keepFailed writes a failed record over revision rev (our claim, or a
+// corrupt record), kept for the retention: the reason, the count of
+// failures, and whether the message failed for good.
+func (s *Store) keepFailed(ctx context.Context, j *job, rev uint64, reason string, failures uint64, final bool) error {
 	v := j.value(StateFailed, s.worker)
-	v.Reason = reason
+	v.Reason, v.Failures, v.Final = reason, failures, final
 	_, err := s.publish(ctx, j.kvKey, v.encode(), rev, s.doneTTL())
 	return err
 }

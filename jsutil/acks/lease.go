@@ -17,13 +17,15 @@ import (
 // a write that gets no answer is retried every writeRetry, each attempt
 // waiting at most writeAttempt.
 //
-// What that guarantees: the TTL runs from the last write the server stored,
-// and that write was sent at most renewEvery(lease) before an outage began
-// (a leader election of the bucket's stream, a restart). If the outage ends
-// within lease - renewEvery(lease) - writeAttempt - writeRetry, a renewal or
+// What that guarantees: the TTL runs from the last write the server stored.
+// Claims are checked every half renewEvery and rewritten once their last
+// write is renewEvery old, so that write was sent at most 1.5×renewEvery
+// before an outage began (a leader election of the bucket's stream, a
+// restart). If the outage ends within
+// lease - 1.5×renewEvery(lease) - writeAttempt - writeRetry, a renewal or
 // the done write lands before the TTL runs out, so no other worker can
 // claim the message and no handler runs twice. With the default 30s lease
-// that is 25.75s; with MinReplicatedLease 12.25s. Elections of a nats-server
+// that is 24.25s; with MinReplicatedLease 11.5s. Elections of a nats-server
 // R3 stream take 4 to 9 seconds (raft election timeouts) after a leader
 // dies, plus the time to notice.
 const (
@@ -52,7 +54,7 @@ func (s *Store) checkLease(lease time.Duration) error {
 	return nil
 }
 
-// held is one claim kept alive by a leaseKeeper.
+// held is one claim kept alive by a leases manager.
 type held struct {
 	j   *job
 	rev uint64 // current revision (changes with each renewal)
@@ -62,117 +64,163 @@ type held struct {
 	lost bool
 }
 
-// leaseKeeper renews a set of claims while a handler runs. A renewal whose
-// compare-and-set fails, or that cannot be stored before the lease would run
-// out, loses that claim: the handler's context is cancelled, and nothing is
-// acked or marked done for it.
-type leaseKeeper struct {
-	s      *Store
-	lease  time.Duration
-	mu     sync.Mutex
+// leaseSet is the claims of one running handler (one message, or a batch).
+type leaseSet struct {
+	mu     sync.Mutex // held while a renewal of the set is in flight
 	claims []*held
 	cancel context.CancelFunc
-	stop   chan struct{}
-	done   chan struct{}
 }
 
-// keepLeases starts renewing the claims of jobs (each already claimed at
-// sent) and returns the handler's context.
-func (s *Store) keepLeases(ctx context.Context, lease time.Duration, jobs []*job) (context.Context, *leaseKeeper) {
+// leases renews the claims of running handlers: one goroutine for all of
+// them, so a short handler costs no goroutine or timer of its own. Every
+// renewEvery(lease) it rewrites each claim whose last write is that old,
+// all in flight together. A renewal whose compare-and-set fails, or that
+// cannot be stored before the lease would run out, loses that claim: the
+// handler's context is cancelled, and nothing is acked or marked done for
+// it.
+type leases struct {
+	s     *Store
+	lease time.Duration
+	every time.Duration
+	mu    sync.Mutex
+	sets  map[*leaseSet]bool
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func (s *Store) newLeases(lease time.Duration) *leases {
+	ls := &leases{s: s, lease: lease, every: renewEvery(lease), sets: map[*leaseSet]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go ls.run()
+	return ls
+}
+
+// close stops the manager (after every set was released).
+func (ls *leases) close() {
+	close(ls.stop)
+	<-ls.done
+}
+
+// hold starts keeping the claims of jobs (each claimed at j.cl.sent) and
+// returns the handler's context. Jobs without a record need no claim.
+func (ls *leases) hold(ctx context.Context, jobs []*job) (context.Context, *leaseSet) {
 	hctx, cancel := context.WithCancel(ctx)
-	k := &leaseKeeper{s: s, lease: lease, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{})}
+	set := &leaseSet{cancel: cancel}
 	for _, j := range jobs {
-		k.claims = append(k.claims, &held{j: j, rev: j.cl.rev, sent: j.cl.sent})
+		if j.d.Idempotent {
+			set.claims = append(set.claims, &held{j: j, rev: j.cl.rev, sent: j.cl.sent})
+		}
 	}
-	go k.run(hctx)
-	return hctx, k
+	ls.mu.Lock()
+	ls.sets[set] = true
+	ls.mu.Unlock()
+	return hctx, set
 }
 
-func (k *leaseKeeper) run(ctx context.Context) {
-	defer close(k.done)
-	every := renewEvery(k.lease)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-k.stop:
-			return
-		case <-t.C:
-		}
-		if k.renew(ctx, every) {
-			k.cancel()
-			return
-		}
-	}
-}
-
-// renew rewrites every claim not yet lost, all in flight together, and
-// reports whether any was lost.
-func (k *leaseKeeper) renew(ctx context.Context, every time.Duration) bool {
-	type pending struct {
-		h    *held
-		fut  jetstream.PubAckFuture
-		sent time.Time
-	}
-	k.mu.Lock()
-	var ps []pending
-	for _, h := range k.claims {
-		if h.lost {
-			continue
-		}
-		j := h.j
-		v := j.value(StateClaim, k.s.worker)
-		v.Expires = time.Now().Add(k.lease).UnixNano()
-		now := time.Now()
-		fut, err := k.s.js.PublishMsgAsync(k.s.kvMsg(j.kvKey, v.encode(), h.rev, k.lease))
-		if err == nil {
-			ps = append(ps, pending{h: h, fut: fut, sent: now})
-		}
-	}
-	k.mu.Unlock()
-	wait := time.NewTimer(min(every, writeAttempt))
-	defer wait.Stop()
-	for _, p := range ps {
-		var err error
-		var seq uint64
-		select {
-		case ack := <-p.fut.Ok():
-			seq = ack.Sequence
-		case err = <-p.fut.Err():
-		case <-wait.C:
-			err = context.DeadlineExceeded
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		k.mu.Lock()
-		switch {
-		case err == nil:
-			p.h.rev, p.h.sent = seq, p.sent
-			_ = p.h.j.msg.InProgress() // keep JetStream from redelivering meanwhile
-		case errors.Is(casErr(err), jetstream.ErrKeyRevisionMismatch):
-			p.h.lost = true
-		}
-		k.mu.Unlock()
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
+// release stops keeping a set (waiting for a renewal of it in flight) and
+// copies each claim's latest revision and send time into its job; it
+// reports whether any claim was lost.
+func (ls *leases) release(set *leaseSet) bool {
+	ls.mu.Lock()
+	delete(ls.sets, set)
+	ls.mu.Unlock()
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	set.cancel()
 	lost := false
-	for _, h := range k.claims {
-		if !h.lost && time.Since(h.sent) >= k.lease-every/2 {
-			h.lost = true // it could run out before the next renewal lands
+	for _, h := range set.claims {
+		h.j.cl.rev, h.j.cl.sent = h.rev, h.sent
+		if h.lost {
+			h.j.res.LeaseLost = true
+			lost = true
 		}
-		lost = lost || h.lost
 	}
 	return lost
 }
 
-// finish stops renewing and returns, per job, the claim's latest revision,
-// when its last stored write was sent, and whether it was lost.
-func (k *leaseKeeper) finish() []*held {
-	close(k.stop)
-	<-k.done
-	k.cancel()
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.claims
+func (ls *leases) run() {
+	defer close(ls.done)
+	t := time.NewTicker(ls.every / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ls.stop:
+			return
+		case <-t.C:
+		}
+		ls.mu.Lock()
+		sets := make([]*leaseSet, 0, len(ls.sets))
+		for set := range ls.sets {
+			sets = append(sets, set)
+		}
+		ls.mu.Unlock()
+		ls.renew(sets)
+	}
+}
+
+// renew rewrites the due claims of sets, all in flight together, and
+// cancels the handlers whose claims were lost.
+func (ls *leases) renew(sets []*leaseSet) {
+	type pending struct {
+		set  *leaseSet
+		h    *held
+		fut  jetstream.PubAckFuture
+		sent time.Time
+	}
+	var ps []pending
+	var locked []*leaseSet
+	defer func() {
+		for _, set := range locked {
+			set.mu.Unlock()
+		}
+	}()
+	for _, set := range sets {
+		set.mu.Lock()
+		locked = append(locked, set)
+		for _, h := range set.claims {
+			if h.lost || time.Since(h.sent) < ls.every {
+				continue
+			}
+			v := h.j.value(StateClaim, ls.s.worker)
+			v.Expires = time.Now().Add(ls.lease).UnixNano()
+			now := time.Now()
+			fut, err := ls.s.js.PublishMsgAsync(ls.s.kvMsg(h.j.kvKey, v.encode(), h.rev, ls.lease))
+			if err == nil {
+				ps = append(ps, pending{set: set, h: h, fut: fut, sent: now})
+			}
+		}
+	}
+	wait := time.NewTimer(min(ls.every, writeAttempt))
+	defer wait.Stop()
+	expired := false
+	now := make(chan time.Time)
+	close(now)
+	for _, p := range ps {
+		var timeout <-chan time.Time = wait.C
+		if expired {
+			timeout = now // no more waiting: take what has arrived
+		}
+		select {
+		case ack := <-p.fut.Ok():
+			p.h.rev, p.h.sent = ack.Sequence, p.sent
+			_ = p.h.j.msg.InProgress() // keep JetStream from redelivering meanwhile
+		case err := <-p.fut.Err():
+			if errors.Is(casErr(err), jetstream.ErrKeyRevisionMismatch) {
+				p.h.lost = true
+			}
+		case <-timeout:
+			expired = true
+		}
+	}
+	for _, set := range sets {
+		lost := false
+		for _, h := range set.claims {
+			if !h.lost && time.Since(h.sent) >= ls.lease-ls.every/2 {
+				h.lost = true // it could run out before the next renewal lands
+			}
+			lost = lost || h.lost
+		}
+		if lost {
+			set.cancel()
+		}
+	}
 }

@@ -95,6 +95,8 @@ type Result struct {
 	CannotRun bool `json:"cannot_run,omitempty"`
 	// Retry is the nak delay of a failed or busy message.
 	Retry time.Duration `json:"-"`
+	// Failures counts the message's failures so far (for a failed one).
+	Failures uint64 `json:"failures,omitempty"`
 	// FloorCorrupt says why the consumer's floor was ignored, when it was.
 	FloorCorrupt string `json:"floor_corrupt,omitempty"`
 	// Err is why the message failed (or a failed acknowledgment).
@@ -146,14 +148,13 @@ func (s *Store) Process(ctx context.Context, msg jetstream.Msg, handler Handler,
 		return j.res, err
 	}
 	if s.admit(ctx, j, &c, freshFloor{s}) {
-		hctx, k := s.keepLeases(ctx, c.lease, []*job{j})
+		ls := s.newLeases(c.lease)
+		hctx, set := ls.hold(ctx, []*job{j})
 		herr := handler(hctx, j.d)
-		h := k.finish()[0]
-		if j.d.Idempotent {
-			j.cl.rev, j.cl.sent = h.rev, h.sent
-		}
+		lost := ls.release(set)
+		ls.close()
 		switch {
-		case j.d.Idempotent && h.lost:
+		case lost:
 			s.leaseLost(j, &c)
 		case herr != nil:
 			s.handlerFailed(ctx, j, &c, herr)
@@ -232,7 +233,7 @@ func (s *Store) recordTrouble(ctx context.Context, j *job, c *processConfig, err
 	if errors.As(err, &ce) && c.final(j.d.Deliveries, c.maxCannotRun) {
 		actx, cancel := after(ctx, c)
 		defer cancel()
-		if s.keepFailed(actx, j, ce.rev, "the ack record was corrupt: "+err.Error()) == nil {
+		if s.keepFailed(actx, j, ce.rev, "the ack record was corrupt: "+err.Error(), j.d.Deliveries, true) == nil {
 			s.terminate(j, "corrupt ack record")
 			return
 		}
@@ -241,11 +242,15 @@ func (s *Store) recordTrouble(ctx context.Context, j *job, c *processConfig, err
 	_ = j.msg.NakWithDelay(j.res.Retry)
 }
 
-// handlerFailed handles a handler's error: the claim is released and the
-// message redelivered after a growing delay, until its last allowed
-// delivery, when a failed record is kept (with the error as its reason) and
-// the message terminated. A CannotRun error counts against
-// WithMaxCannotRun instead of WithMaxFailures.
+// handlerFailed handles a handler's error. The claim becomes a failed
+// record holding the reason and the message's count of failures, and the
+// message is redelivered after a delay that doubles with each failure. When
+// the count reaches WithMaxFailures (WithMaxCannotRun for a CannotRun
+// error), or the consumer will not deliver the message again (MaxDeliver),
+// the failed record is final and the message is terminated. A failed
+// record is never skipped: the next delivery takes it over and runs again.
+// (A message outside the idempotent subjects has no record: its count is
+// its delivery count.)
 func (s *Store) handlerFailed(ctx context.Context, j *job, c *processConfig, herr error) {
 	j.res.Action, j.res.Err = Failed, herr
 	bound, base := c.maxFailures, c.retryDelay
@@ -256,17 +261,22 @@ func (s *Store) handlerFailed(ctx context.Context, j *job, c *processConfig, her
 			bound = min(bound, c.maxFailures)
 		}
 	}
+	n := j.d.Deliveries
+	if j.d.Idempotent {
+		n = j.failures + 1
+	}
+	final := (c.maxDeliver > 0 && j.d.Deliveries >= uint64(c.maxDeliver)) || (bound > 0 && n >= uint64(bound))
 	actx, cancel := after(ctx, c)
 	defer cancel()
-	if c.final(j.d.Deliveries, bound) {
-		if !j.d.Idempotent || s.keepFailed(actx, j, j.cl.rev, herr.Error()) == nil {
-			s.terminate(j, herr.Error())
-			return
-		}
-	} else if j.d.Idempotent {
-		s.release(actx, j, j.cl.rev)
+	if j.d.Idempotent && s.keepFailed(actx, j, j.cl.rev, herr.Error(), n, final) != nil {
+		final = false // not recorded: never terminate without a record
 	}
-	j.res.Retry = backoff(base, j.d.Deliveries)
+	j.res.Failures = n
+	if final {
+		s.terminate(j, herr.Error())
+		return
+	}
+	j.res.Retry = backoff(base, n)
 	_ = j.msg.NakWithDelay(j.res.Retry)
 }
 

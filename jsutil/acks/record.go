@@ -14,8 +14,8 @@ type State string
 
 // Record states. A claim is held by a running handler under a lease (a
 // per-key TTL); done means the handler succeeded; failed means the handler
-// failed on the consumer's last allowed delivery (kept so that the floor
-// never covers a message that was not done).
+// failed (Final: for good, the message was terminated). A failed record is
+// never skipped, so the floor never covers a message that was not done.
 const (
 	StateClaim  State = "claim"
 	StateDone   State = "done"
@@ -63,6 +63,10 @@ type Record struct {
 	// Reason says why a failed record failed (the handler's error, or why
 	// the handler could not run).
 	Reason string `json:"reason,omitempty"`
+	// Failures counts a failed record's failures; Final says the message
+	// failed for good (it was terminated).
+	Failures int  `json:"failures,omitempty"`
+	Final    bool `json:"final,omitempty"`
 	// KeySpec names what produced the dedup key (a key spec such as
 	// "header:Nats-Msg-Id" or "json:order.id"; "seq" for the sequence).
 	KeySpec string `json:"key_spec,omitempty"`
@@ -81,6 +85,8 @@ type value struct {
 	Expires    int64  `json:"x,omitempty"`  // lease expiry, Unix nanoseconds
 	Key        string `json:"k,omitempty"`  // the dedup key, when the record key holds its hash
 	Reason     string `json:"r,omitempty"`  // why a failed record failed
+	Failures   uint64 `json:"n,omitempty"`  // a failed record's count of failures
+	Final      bool   `json:"t,omitempty"`  // a failed record of a message that failed for good
 	Spec       string `json:"ks,omitempty"` // the key spec that produced the key
 }
 
@@ -115,6 +121,7 @@ func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64,
 		Scope: scope, Key: key, KeyFrom: kind, KVKey: kvKey, Revision: rev, Time: t,
 		State: v.State, Seq: v.Seq, Hash: v.Hash, Worker: v.Worker, Fence: v.Fence,
 		Deliveries: v.Deliveries, Size: size, Reason: v.Reason, KeySpec: v.Spec,
+		Failures: int(v.Failures), Final: v.Final,
 	}
 	if r.Fence == 0 && v.State == StateClaim {
 		r.Fence = rev // a claim not yet renewed: its own revision
