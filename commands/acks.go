@@ -89,6 +89,9 @@ type acksRecordJSON struct {
 	Hash         string `json:"hash"`
 	LeaseExpires string `json:"lease_expires,omitempty"`
 	Size         int    `json:"size"`
+	Failures     int    `json:"failures,omitempty"`
+	Final        bool   `json:"final,omitempty"`
+	Reason       string `json:"reason,omitempty"`
 }
 
 func acksRecordOf(r acks.Record) acksRecordJSON {
@@ -96,6 +99,7 @@ func acksRecordOf(r acks.Record) acksRecordJSON {
 		Scope: acks.ScopeDisplay(r.Scope), Key: r.Key, KeyFrom: string(r.KeyFrom), KVKey: r.KVKey,
 		State: string(r.State), Seq: r.Seq, Time: JSONTime(r.Time), Revision: r.Revision, Fence: r.Fence,
 		Deliveries: r.Deliveries, Worker: r.Worker, Hash: r.Hash, Size: r.Size,
+		Failures: r.Failures, Final: r.Final, Reason: r.Reason,
 	}
 	if !r.LeaseExpires.IsZero() {
 		j.LeaseExpires = JSONTime(r.LeaseExpires)
@@ -121,10 +125,23 @@ func acksTable(p *Printer, recs []acks.Record) error {
 		}
 		rows = append(rows, []string{
 			acks.ScopeDisplay(r.Scope), Preview([]byte(r.Key), 40), string(r.KeyFrom), strconv.FormatUint(r.Seq, 10),
-			string(r.State), p.Time(r.Time), strconv.FormatUint(r.Fence, 10), strconv.FormatUint(r.Deliveries, 10), r.Worker, lease,
+			stateText(r), p.Time(r.Time), strconv.FormatUint(r.Fence, 10), strconv.FormatUint(r.Deliveries, 10), r.Worker, lease,
 		})
 	}
 	return p.Table([]string{"SCOPE", "KEY", "KEY FROM", "SEQ", "STATE", "TIME", "FENCE", "DELIVERIES", "WORKER", "LEASE EXPIRES"}, rows)
+}
+
+// stateText is a record's state for tables: a failed record says how many
+// times it failed and whether for good ("failed 3x, final").
+func stateText(r acks.Record) string {
+	if r.State != acks.StateFailed {
+		return string(r.State)
+	}
+	s := fmt.Sprintf("failed %dx", max(r.Failures, 1))
+	if r.Final {
+		s += ", final"
+	}
+	return s
 }
 
 // reportCorrupt notes a corrupt record on standard error.

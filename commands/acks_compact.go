@@ -54,7 +54,7 @@ func (c *AcksCompactCmd) Run(ctx context.Context, env *Env) error {
 	}
 	out := make([]acksCompactJSON, 0, len(scopes))
 	for _, sc := range scopes {
-		floor, _, err := st.Floor(ctx, sc)
+		floor, err := st.ScopeFloor(ctx, sc)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ type AcksForgetCmd struct {
 // Help is the long help of acks forget.
 func (AcksForgetCmd) Help() string {
 	return `Deletes the selected ack records (each with a compare-and-set on its revision) and
-lowers the scope's floor below the lowest forgotten sequence, so those messages run
+lowers the floors of the scope's consumers below the lowest forgotten sequence, so those messages run
 again when they are redelivered (for instance after jsctl consumer reset). Without
 --execute it only prints what it would delete.
 
@@ -80,7 +80,7 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	floor, _, err := st.Floor(ctx, scope)
+	floor, err := st.ScopeFloor(ctx, scope)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 		n, err := st.Forget(ctx, recs)
 		out.Forgotten = n
 		if err == nil && newFloor < floor {
-			err = st.LowerFloor(ctx, scope, newFloor)
+			err = st.LowerFloors(ctx, scope, newFloor+1)
 		}
 		if err != nil {
 			return fmt.Errorf("forgot %d of %d records of scope %q: %w", n, len(recs), out.Scope, err)

@@ -66,7 +66,7 @@ func (c *AcksGetCmd) Run(ctx context.Context, env *Env) error {
 		{"Scope", acks.ScopeDisplay(r.Scope)},
 		{"Key", Preview([]byte(r.Key), 200) + " (" + string(r.KeyFrom) + ")"},
 		{"KV key", r.KVKey},
-		{"State", string(r.State)},
+		{"State", stateText(r)},
 		{"Stream sequence", strconv.FormatUint(r.Seq, 10)},
 		{"Written", p.Time(r.Time)},
 		{"Revision", strconv.FormatUint(r.Revision, 10)},
@@ -75,6 +75,9 @@ func (c *AcksGetCmd) Run(ctx context.Context, env *Env) error {
 		{"Worker", r.Worker},
 		{"Payload hash", r.Hash},
 		{"Lease expires", lease},
+	}
+	if r.State == acks.StateFailed {
+		rows = append(rows, []string{"Reason", Preview([]byte(r.Reason), 500)})
 	}
 	for _, row := range rows {
 		p.Printf("%-16s %s\n", row[0]+":", row[1])

@@ -1,36 +1,35 @@
 package commands
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ConsumeCmd runs a command once per message, idempotently.
+// ConsumeCmd runs a command once per message (or per batch), idempotently.
 type ConsumeCmd struct {
 	Stream             string        `arg:"" predictor:"stream" help:"Stream to consume."`
 	Consumer           string        `arg:"" predictor:"consumer" help:"Durable pull consumer with explicit acks (must exist)."`
-	Exec               string        `name:"exec" required:"" placeholder:"CMD" help:"Command run with sh -c once per message: the payload on stdin, JSCTL_* variables in the environment. Exit 0 marks the message done."`
-	Workers            int           `name:"workers" default:"1" placeholder:"N" help:"Messages handled at once."`
-	Max                int           `name:"max" default:"0" placeholder:"N" help:"Stop after N messages handled (processed, duplicate or failed); 0 = no limit."`
+	Exec               string        `name:"exec" required:"" placeholder:"CMD" help:"Command run with sh -c once per message (or per batch with --batch): the payload on stdin, JSCTL_* variables in the environment. Exit 0 marks the message done."`
+	Workers            int           `name:"workers" default:"1" placeholder:"N" help:"Commands run at once."`
+	Batch              int           `name:"batch" default:"0" placeholder:"N" help:"Run CMD once per batch of up to N messages, as NDJSON on its stdin (see Batches below); 0 = once per message."`
+	BatchWait          time.Duration `name:"batch-wait" default:"100ms" placeholder:"D" help:"With --batch: how long a partial batch waits to fill."`
+	Max                int           `name:"max" default:"0" placeholder:"N" help:"Stop after N deliveries handled (processed, duplicate or failed); 0 = no limit."`
 	Idle               time.Duration `name:"idle" default:"0s" placeholder:"D" help:"Stop when no message arrived for D; 0 = never."`
-	Lease              time.Duration `name:"lease" default:"30s" placeholder:"D" help:"Claim lease, renewed while CMD runs (whole seconds)."`
+	Lease              time.Duration `name:"lease" default:"30s" placeholder:"D" help:"Claim lease, renewed while CMD runs (whole seconds; at least 15s on a replicated bucket)."`
 	KeyHeader          string        `name:"key-header" default:"Nats-Msg-Id" placeholder:"H" help:"Header holding the dedup key; messages without it are keyed by stream sequence."`
 	Scope              string        `name:"scope" placeholder:"NAME" predictor:"scope" help:"Record scope, to share records between consumers of one stream (default STREAM.CONSUMER)."`
 	Bucket             string        `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"KV bucket of the ack records (created on first use)."`
+	Replicas           int           `name:"replicas" default:"0" placeholder:"N" help:"Replicas of the bucket when consume creates it (default: the stream's)."`
 	IdempotentSubjects []string      `name:"idempotent-subjects" placeholder:"PATTERN" help:"Keep records only for subjects matching PATTERN (repeatable; default all). Others are processed at least once."`
-	RetryDelay         time.Duration `name:"retry-delay" default:"0s" placeholder:"D" help:"Delay before a failed message is redelivered (0 = at once)."`
+	RetryDelay         time.Duration `name:"retry-delay" default:"1s" placeholder:"D" help:"First delay before a failed message is redelivered; it doubles with each failed delivery, up to 1m (at least 100ms)."`
+	MaxFailures        int           `name:"max-failures" default:"0" placeholder:"N" help:"End a message that failed N times: keep a failed record and terminate it (default: the consumer's max deliver)."`
 }
 
 // Help is the long help of consume.
@@ -40,27 +39,44 @@ ack record per message in a JetStream KV bucket, so a redelivered message
 (restart, lost ack, ack timeout, several workers, a rewind) does not run CMD again.
 
 CMD gets the payload on stdin and, in its environment: JSCTL_STREAM, JSCTL_CONSUMER,
-JSCTL_SEQ, JSCTL_SUBJECT, JSCTL_TIME (RFC 3339, UTC), JSCTL_KEY (the dedup key),
-JSCTL_FENCE (the claim's revision: a fencing token that grows with every claim),
-JSCTL_DELIVERIES and JSCTL_SCOPE. Message content never goes into the command line.
-Exit 0 marks the message done; any other status releases it for redelivery. CMD's
+JSCTL_SEQ, JSCTL_SUBJECT, JSCTL_TIME (RFC 3339, UTC), JSCTL_KEY (the dedup key,
+escaped: printable characters as they are, a backslash as \\, every other byte as
+\xHH), JSCTL_KEY_B64 (the key's raw bytes in base64), JSCTL_FENCE (the claim's
+revision: a fencing token that grows with every claim), JSCTL_DELIVERIES and
+JSCTL_SCOPE. Message content never goes into the command line. Exit 0 marks the
+message done; any other status releases it for redelivery after --retry-delay,
+doubling per failed delivery. After --max-failures failed deliveries (or the
+consumer's max deliver) a failed record is kept and the message terminated. CMD's
 output goes to jsctl's standard error.
 
 A message whose claim another live worker holds is deferred (busy). A message whose
 key is already done is acked without running CMD (duplicate); a different payload
-under a done key is reported. SIGINT/SIGTERM stop fetching, let running commands
-finish (up to --lease, then they get SIGTERM) and leave no claim behind; the exit
-status is then 0. It is 1 when any message failed in this run (it will be
-redelivered).
+under a done key is reported.
 
---json prints one line per message ({"seq","subject","key","action":
+Batches (--batch N): CMD runs once per batch of up to N messages. Its stdin has one
+JSON line per message: stream, consumer, seq, subject, time, key (escaped as above),
+key_b64, fence, deliveries, headers, data and data_encoding ("text" when the payload
+is valid UTF-8, else "base64"). Messages already done are acked and left out; every
+message of the batch is claimed before CMD starts. Exit 0 marks the whole batch done,
+any other status releases the whole batch. CMD may instead print one result line per
+message on stdout, {"seq":N,"ok":true} or {"seq":N,"ok":false,"error":"..."}: then
+only the failures are released (a message without a result line counts as failed).
+
+Stopping: SIGINT/SIGTERM stop fetching and let running commands finish (up to
+--lease, then they get SIGTERM), leaving no claim behind. The exit status is 1 when
+a message failed in this run and had not succeeded by its end (it will be
+redelivered, or it was terminated), else 0, whether a signal, --max or --idle
+stopped the run.
+
+--json prints one line per delivery ({"seq","subject","key","action":
 processed|duplicate|failed|busy, ...}) and a final {"summary": {...}} line.
 
 Examples:
   jsctl consume ORDERS billing --exec './bill.sh' --workers 8
   jsctl consume ORDERS billing --exec 'jq .total >> totals' --idle 10s --json
   jsctl consume ORDERS billing --exec 'curl -fsS --data-binary @- "$URL"' --key-header Order-Id
-  jsctl consume ORDERS audit --exec ./audit.sh --idempotent-subjects 'orders.*.paid'`
+  jsctl consume ORDERS audit --exec ./audit.sh --idempotent-subjects 'orders.*.paid'
+  jsctl consume ORDERS loader --batch 100 --exec 'jq -c .data > batch.ndjson && ./load batch.ndjson'`
 }
 
 // Validate checks the flags.
@@ -76,6 +92,14 @@ func (c *ConsumeCmd) Validate() error {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--lease must be whole seconds, at least 1s, got %v", c.Lease)
 	case c.RetryDelay < 0:
 		return jsutil.Errorf(jsutil.ErrBadInput, "--retry-delay must not be negative, got %v", c.RetryDelay)
+	case c.MaxFailures < 0:
+		return jsutil.Errorf(jsutil.ErrBadInput, "--max-failures must not be negative, got %d", c.MaxFailures)
+	case c.Batch < 0 || c.Batch > 10000:
+		return jsutil.Errorf(jsutil.ErrBadInput, "--batch must be from 0 to 10000, got %d", c.Batch)
+	case c.BatchWait < 0:
+		return jsutil.Errorf(jsutil.ErrBadInput, "--batch-wait must not be negative, got %v", c.BatchWait)
+	case c.Replicas < 0 || c.Replicas > 5:
+		return jsutil.Errorf(jsutil.ErrBadInput, "--replicas must be from 1 to 5, got %d", c.Replicas)
 	case c.Exec == "":
 		return jsutil.Errorf(jsutil.ErrBadInput, "--exec must not be empty")
 	case c.KeyHeader == "":
@@ -102,6 +126,9 @@ type consumeLineJSON struct {
 	RecordSeq  uint64 `json:"record_seq,omitempty"`
 	BelowFloor bool   `json:"below_floor"`
 	LeaseLost  bool   `json:"lease_lost"`
+	Final      bool   `json:"final"`
+	CannotRun  bool   `json:"cannot_run"`
+	RetryMS    int64  `json:"retry_ms,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
 }
@@ -109,21 +136,25 @@ type consumeLineJSON struct {
 // consumeSummaryJSON is consume's final --json line.
 type consumeSummaryJSON struct {
 	Summary struct {
-		Stream     string `json:"stream"`
-		Consumer   string `json:"consumer"`
-		Scope      string `json:"scope"`
-		Bucket     string `json:"bucket"`
-		Processed  int    `json:"processed"`
-		Duplicates int    `json:"duplicates"`
-		Failed     int    `json:"failed"`
-		Busy       int    `json:"busy"`
-		Mismatches int    `json:"mismatches"`
-		Floor      uint64 `json:"floor"`
+		Stream           string   `json:"stream"`
+		Consumer         string   `json:"consumer"`
+		Scope            string   `json:"scope"`
+		Bucket           string   `json:"bucket"`
+		Processed        int      `json:"processed"`
+		Duplicates       int      `json:"duplicates"`
+		Failed           int      `json:"failed"`
+		FailedDeliveries int      `json:"failed_deliveries"`
+		Terminated       int      `json:"terminated"`
+		Busy             int      `json:"busy"`
+		Mismatches       int      `json:"mismatches"`
+		Floor            uint64   `json:"floor"`
+		Warnings         []string `json:"warnings"`
 	} `json:"summary"`
 }
 
 // Run consumes until --max, --idle or a signal.
 func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
+	env.stopsOnSignal = true
 	p, err := env.Printer()
 	if err != nil {
 		return err
@@ -140,7 +171,7 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return jsutil.Wrap(err, "consume from consumer %q on stream %q", c.Consumer, c.Stream)
 	}
-	store, err := acks.Open(ctx, cl.JS, acks.WithBucket(c.Bucket))
+	store, err := c.openBucket(ctx, cl.JS)
 	if err != nil {
 		return err
 	}
@@ -155,78 +186,96 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 		}
 		switch {
 		case r.Action == acks.Failed && r.Err != nil:
-			fmt.Fprintf(env.Stderr, "jsctl: message %d (%s): failed: %v\n", r.Seq, r.Subject, r.Err)
+			fmt.Fprintf(env.Stderr, "jsctl: message %d (%s): failed: %v%s\n", r.Seq, Escape(r.Subject), r.Err, failNote(r))
 		case r.Mismatch:
-			fmt.Fprintf(env.Stderr, "jsctl: message %d (%s): key %q was done for message %d with a different payload; skipped as a duplicate\n", r.Seq, r.Subject, r.Key, r.RecordSeq)
+			fmt.Fprintf(env.Stderr, "jsctl: message %d (%s): key %q was done for message %d with a different payload; skipped as a duplicate\n", r.Seq, Escape(r.Subject), r.Key, r.RecordSeq)
 		}
-	}
-	handler := func(hctx context.Context, d acks.Delivery) error {
-		return c.runExec(hctx, d, out)
 	}
 	opts := []acks.ConsumeOption{
 		acks.WithScope(scope), acks.WithKeyHeader(c.KeyHeader), acks.WithLease(c.Lease),
 		acks.WithWorkers(c.Workers), acks.WithMaxMessages(c.Max), acks.WithIdle(c.Idle),
-		acks.WithRetryDelay(c.RetryDelay), acks.OnResult(onResult),
+		acks.WithRetryDelay(c.RetryDelay), acks.WithMaxFailures(c.MaxFailures), acks.OnResult(onResult),
 	}
 	if len(c.IdempotentSubjects) > 0 {
 		opts = append(opts, acks.WithIdempotentSubjects(c.IdempotentSubjects...))
 	}
-	sum, err := store.Consume(ctx, cons, handler, opts...)
+	var sum acks.Summary
+	if c.Batch > 0 {
+		opts = append(opts, acks.WithBatch(c.Batch, c.BatchWait))
+		sum, err = store.ConsumeBatch(ctx, cons, func(hctx context.Context, ds []acks.Delivery) ([]error, error) {
+			return c.runBatch(hctx, ds, out)
+		}, opts...)
+	} else {
+		sum, err = store.Consume(ctx, cons, func(hctx context.Context, d acks.Delivery) error {
+			return c.runExec(hctx, d, out)
+		}, opts...)
+	}
 	if err != nil && sum.Handled()+sum.Busy == 0 {
 		return err
 	}
-	if p.JSON {
-		var s consumeSummaryJSON
-		s.Summary.Stream, s.Summary.Consumer, s.Summary.Scope, s.Summary.Bucket = c.Stream, c.Consumer, acks.ScopeDisplay(scope), c.Bucket
-		s.Summary.Processed, s.Summary.Duplicates, s.Summary.Failed = sum.Processed, sum.Duplicates, sum.Failed
-		s.Summary.Busy, s.Summary.Mismatches, s.Summary.Floor = sum.Busy, sum.Mismatches, sum.Floor
-		if perr := p.PrintJSONLine(s); perr != nil {
-			return perr
-		}
-	} else {
-		p.Printf("processed %d, duplicates skipped %d, failed %d, busy %d", sum.Processed, sum.Duplicates, sum.Failed, sum.Busy)
-		if sum.Mismatches > 0 {
-			p.Printf(", payload mismatches %d", sum.Mismatches)
-		}
-		p.Printf(" (scope %s, floor %d)\n", acks.ScopeDisplay(scope), sum.Floor)
+	if perr := c.printSummary(p, env.Stderr, scope, sum); perr != nil {
+		return perr
 	}
 	if err != nil {
 		return err
 	}
 	if sum.Failed > 0 {
-		return fmt.Errorf("%d of %d messages failed in this run (they will be redelivered)", sum.Failed, sum.Handled())
+		return fmt.Errorf("%d of %d messages failed in this run (%s): %d terminated with a final failed record, %d will be redelivered",
+			sum.Failed, sum.Processed+sum.Duplicates+sum.Failed, plural(sum.FailedDeliveries, "failed delivery", "failed deliveries"),
+			sum.Terminated, max(sum.Failed-sum.Terminated, 0))
 	}
 	return nil
 }
 
-// runExec runs --exec for one message. The command runs in its own process
-// group, so a terminal's Ctrl-C reaches only jsctl, which lets it finish;
-// a lost lease (or the drain timeout) stops it with SIGTERM, then SIGKILL.
-func (c *ConsumeCmd) runExec(ctx context.Context, d acks.Delivery, out io.Writer) error {
-	cmd := exec.CommandContext(ctx, "sh", "-c", c.Exec)
-	cmd.Stdin = bytes.NewReader(d.Msg.Data())
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = append(os.Environ(),
-		"JSCTL_STREAM="+d.Stream,
-		"JSCTL_CONSUMER="+d.Consumer,
-		"JSCTL_SEQ="+strconv.FormatUint(d.Seq, 10),
-		"JSCTL_SUBJECT="+d.Subject,
-		"JSCTL_TIME="+JSONTime(d.Time),
-		"JSCTL_KEY="+d.Key,
-		"JSCTL_FENCE="+strconv.FormatUint(d.Fence, 10),
-		"JSCTL_DELIVERIES="+strconv.FormatUint(d.Deliveries, 10),
-		"JSCTL_SCOPE="+acks.ScopeDisplay(d.Scope),
-	)
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return fmt.Errorf("command exited with status %d", ee.ExitCode())
+// openBucket opens the ack-record bucket, creating it with the stream's
+// replica count unless --replicas says otherwise.
+func (c *ConsumeCmd) openBucket(ctx context.Context, js jetstream.JetStream) (*acks.Store, error) {
+	replicas := c.Replicas
+	if replicas == 0 {
+		replicas = 1
+		if st, err := js.Stream(ctx, c.Stream); err == nil {
+			if info, err := st.Info(ctx); err == nil && info.Config.Replicas > 0 {
+				replicas = info.Config.Replicas
+			}
 		}
-		return fmt.Errorf("run command: %w", err)
 	}
+	return acks.Open(ctx, js, acks.WithBucket(c.Bucket), acks.WithReplicas(replicas))
+}
+
+func failNote(r acks.Result) string {
+	switch {
+	case r.Final:
+		return "; terminated, a failed record is kept"
+	case r.Retry > 0:
+		return fmt.Sprintf("; redelivered in %v", r.Retry.Round(time.Millisecond))
+	}
+	return ""
+}
+
+func (c *ConsumeCmd) printSummary(p *Printer, stderr io.Writer, scope string, sum acks.Summary) error {
+	if p.JSON {
+		var s consumeSummaryJSON
+		s.Summary.Stream, s.Summary.Consumer, s.Summary.Scope, s.Summary.Bucket = c.Stream, c.Consumer, acks.ScopeDisplay(scope), c.Bucket
+		s.Summary.Processed, s.Summary.Duplicates, s.Summary.Failed = sum.Processed, sum.Duplicates, sum.Failed
+		s.Summary.FailedDeliveries, s.Summary.Terminated = sum.FailedDeliveries, sum.Terminated
+		s.Summary.Busy, s.Summary.Mismatches, s.Summary.Floor, s.Summary.Warnings = sum.Busy, sum.Mismatches, sum.Floor, sum.Warnings
+		return p.PrintJSONLine(s)
+	}
+	for _, w := range sum.Warnings {
+		fmt.Fprintf(stderr, "jsctl: warning: %s\n", w)
+	}
+	p.Printf("processed %d, duplicates skipped %d, failed %d", sum.Processed, sum.Duplicates, sum.Failed)
+	if sum.FailedDeliveries != sum.Failed {
+		p.Printf(" (%s)", plural(sum.FailedDeliveries, "failed delivery", "failed deliveries"))
+	}
+	if sum.Terminated > 0 {
+		p.Printf(", terminated %d", sum.Terminated)
+	}
+	p.Printf(", busy %d", sum.Busy)
+	if sum.Mismatches > 0 {
+		p.Printf(", payload mismatches %d", sum.Mismatches)
+	}
+	p.Printf(" (scope %s, floor %d)\n", acks.ScopeDisplay(scope), sum.Floor)
 	return nil
 }
 
@@ -235,7 +284,8 @@ func consumeLineOf(r acks.Result) consumeLineJSON {
 		Seq: r.Seq, Subject: r.Subject, Key: r.Key, Action: string(r.Action), Stream: r.Stream, Consumer: r.Consumer,
 		Time: JSONTime(r.Time), Deliveries: r.Deliveries, Scope: acks.ScopeDisplay(r.Scope), KeyFrom: string(r.KeyFrom),
 		Idempotent: r.Idempotent, Fence: r.Fence, Mismatch: r.Mismatch, RecordSeq: r.RecordSeq, BelowFloor: r.BelowFloor,
-		LeaseLost: r.LeaseLost, DurationMS: r.Duration.Milliseconds(),
+		LeaseLost: r.LeaseLost, Final: r.Final, CannotRun: r.CannotRun, RetryMS: r.Retry.Milliseconds(),
+		DurationMS: r.Duration.Milliseconds(),
 	}
 	if r.Err != nil {
 		l.Error = r.Err.Error()
@@ -253,4 +303,12 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// plural says "1 change", "2 changes".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -41,6 +41,9 @@ type Env struct {
 
 	loc    *time.Location
 	client *jsutil.Client
+	// stopsOnSignal is set by commands for which SIGINT/SIGTERM is a normal
+	// way to stop (consume): their own error, if any, keeps its exit code.
+	stopsOnSignal bool
 }
 
 // Location is the zone of --tz.

@@ -67,7 +67,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ExitOK
 	}
 	err = env.client.Explain(err) // a denied request times out; say why
-	if ctx.Err() != nil && !errors.Is(err, jsutil.ErrCancelled) {
+	if ctx.Err() != nil && !env.stopsOnSignal && !errors.Is(err, jsutil.ErrCancelled) {
 		err = jsutil.Classify(jsutil.ErrCancelled, err)
 	}
 	if msg := errorText(err); msg != "" {

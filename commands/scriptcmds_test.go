@@ -236,9 +236,9 @@ func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! pub")
 	}
-	opts, pos := flagArgs(ts, args, "count", "data", "header", "msgid-prefix", "gap", "var")
+	opts, pos := flagArgs(ts, args, "count", "data", "data-escaped", "header", "header-escaped", "header-size", "msgid-prefix", "gap", "var")
 	if len(pos) != 1 {
-		ts.Fatalf("usage: pub SUBJECT [--count N] [--data TEXT] [--header K=V]... [--msgid-prefix P] [--gap D] [--var NAME]")
+		ts.Fatalf("usage: pub SUBJECT [--count N] [--data TEXT | --data-escaped GO-ESCAPED] [--header K=V]... [--header-escaped K=GO-ESCAPED]... [--header-size K=BYTES]... [--msgid-prefix P] [--gap D] [--var NAME]")
 	}
 	count := optInt(ts, opts, "count", 1)
 	gap := optDur(ts, opts, "gap")
@@ -252,12 +252,33 @@ func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		m := nats.NewMsg(pos[0])
 		m.Data = []byte(optStr(opts, "data", fmt.Sprintf("msg-%d", i)))
+		if v, ok := opts["data-escaped"]; ok {
+			d, err := strconv.Unquote(`"` + v[len(v)-1] + `"`)
+			ts.Check(err)
+			m.Data = []byte(d)
+		}
 		for _, h := range opts["header"] {
 			k, v, ok := strings.Cut(h, "=")
 			if !ok {
 				ts.Fatalf("pub: --header wants K=V, got %q", h)
 			}
 			m.Header.Add(k, v)
+		}
+		for _, h := range opts["header-escaped"] {
+			k, v, ok := strings.Cut(h, "=")
+			uv, err := strconv.Unquote(`"` + v + `"`)
+			if !ok || err != nil {
+				ts.Fatalf("pub: --header-escaped wants K=V with V in Go string escapes, got %q", h)
+			}
+			m.Header.Add(k, uv)
+		}
+		for _, h := range opts["header-size"] {
+			k, v, ok := strings.Cut(h, "=")
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil {
+				ts.Fatalf("pub: --header-size wants K=BYTES, got %q", h)
+			}
+			m.Header.Add(k, strings.Repeat("x", n))
 		}
 		if p, ok := opts["msgid-prefix"]; ok {
 			m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s%d", p[len(p)-1], i))

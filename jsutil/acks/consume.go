@@ -3,6 +3,7 @@ package acks
 import (
 	"context"
 	"errors"
+	"sort"
 	"sync"
 	"time"
 
@@ -17,21 +18,24 @@ type ConsumeOption interface {
 
 type consumeConfig struct {
 	processConfig
-	workers  int
-	max      int
-	idle     time.Duration
-	drain    time.Duration
-	onResult func(Result)
+	workers   int
+	max       int
+	idle      time.Duration
+	drain     time.Duration
+	prefetch  int
+	batch     int
+	batchWait time.Duration
+	onResult  func(Result)
 }
 
 type consumeOpt func(*consumeConfig)
 
 func (f consumeOpt) applyConsume(c *consumeConfig) { f(c) }
 
-// WithWorkers sets how many messages are handled at once (default 1).
+// WithWorkers sets how many handlers run at once (default 1).
 func WithWorkers(n int) ConsumeOption { return consumeOpt(func(c *consumeConfig) { c.workers = n }) }
 
-// WithMaxMessages stops Consume after n messages were handled (processed,
+// WithMaxMessages stops Consume after n deliveries were handled (processed,
 // duplicate or failed; busy ones are deferred, not handled). 0: no limit.
 func WithMaxMessages(n int) ConsumeOption { return consumeOpt(func(c *consumeConfig) { c.max = n }) }
 
@@ -48,7 +52,14 @@ func WithDrainTimeout(d time.Duration) ConsumeOption {
 	return consumeOpt(func(c *consumeConfig) { c.drain = d })
 }
 
-// OnResult calls fn after each message (from the worker's goroutine; calls
+// WithPrefetch bounds how many messages Consume fetches ahead of its free
+// workers (default: automatic, up to max(64, 4×workers), fewer when
+// handlers are slow; see Consume). 0 keeps the default.
+func WithPrefetch(n int) ConsumeOption {
+	return consumeOpt(func(c *consumeConfig) { c.prefetch = n })
+}
+
+// OnResult calls fn after each delivery (from a worker's goroutine; calls
 // may be concurrent).
 func OnResult(fn func(Result)) ConsumeOption {
 	return consumeOpt(func(c *consumeConfig) { c.onResult = fn })
@@ -58,69 +69,97 @@ func OnResult(fn func(Result)) ConsumeOption {
 type Summary struct {
 	Processed  int `json:"processed"`
 	Duplicates int `json:"duplicates"`
-	Failed     int `json:"failed"`
+	// Failed counts distinct messages that failed in this run and had not
+	// succeeded by its end; FailedDeliveries counts every failed delivery.
+	Failed           int `json:"failed"`
+	FailedDeliveries int `json:"failed_deliveries"`
+	// Terminated counts messages that failed for good (a failed record
+	// was kept and the message terminated).
+	Terminated int `json:"terminated"`
 	Busy       int `json:"busy"`
 	Mismatches int `json:"mismatches"`
-	// Floor is the scope's floor when Consume stopped.
+	// Floor is the end of the consumer's floor when Consume stopped.
 	Floor uint64 `json:"floor"`
+	// Warnings are things a person should know (a corrupt floor that was
+	// ignored, ...), each said once.
+	Warnings []string `json:"warnings"`
 }
 
-// Handled is the number of messages processed, skipped as duplicates or
+// Handled is the number of deliveries processed, skipped as duplicates or
 // failed.
-func (s Summary) Handled() int { return s.Processed + s.Duplicates + s.Failed }
+func (s Summary) Handled() int { return s.Processed + s.Duplicates + s.FailedDeliveries }
 
-func (s *Summary) add(r Result) {
-	switch r.Action {
-	case Processed:
-		s.Processed++
-	case Duplicate:
-		s.Duplicates++
-	case Failed:
-		s.Failed++
-	case Busy:
-		s.Busy++
-	}
-	if r.Mismatch {
-		s.Mismatches++
-	}
-}
-
-// Consume pulls messages from cons and handles each with Process on up to
-// WithWorkers goroutines, until ctx is cancelled, WithMaxMessages messages
-// were handled, or WithIdle passed without a message. The consumer must be
-// a pull consumer with explicit acks.
+// Consume pulls messages from cons and handles each with the protocol of
+// Process on up to WithWorkers goroutines, until ctx is cancelled,
+// WithMaxMessages deliveries were handled, or WithIdle passed without a
+// message. The consumer must be a pull consumer with explicit acks.
+//
+// Per new message, at one worker, the path waits for one round trip, the
+// claim; everything else is pipelined:
+//   - Messages are fetched ahead of the free workers. The prefetch is
+//     bounded so that no message waits long enough to be redelivered: at most
+//     workers × (AckWait/3) / (average handling time) messages, at most
+//     max(64, 4×workers) (WithPrefetch), and never more than the consumer's
+//     MaxAckPending lets the server send; a message that still waited over
+//     AckWait/3 is marked in progress before it is claimed.
+//   - The floor is not read per message. Consume keeps a copy of the
+//     consumer's floor (read at start and at every advance): a message the
+//     copy does not cover is run, and only one it covers is checked against
+//     the floor on the bucket's leader. A floor is only ever lowered by
+//     forgetting records, so a stale copy may miss a newer extension (the
+//     message then runs, as its record was compacted) but never covers a
+//     message that was not done.
+//   - The done write is published asynchronously; the worker takes its next
+//     message meanwhile, and the message is acked (a plain ack) when its own
+//     done write is confirmed. A lost ack only causes a redelivery, which the
+//     done record catches.
 //
 // When ctx is cancelled, Consume stops fetching, naks messages not yet
 // started, lets handlers in flight finish (for up to WithDrainTimeout), and
 // returns a nil error: no claim is left behind. Along the way it advances
-// the scope's floor to the consumer's ack floor.
+// the consumer's floor to the consumer's ack floor.
 func (s *Store) Consume(ctx context.Context, cons jetstream.Consumer, handler Handler, opts ...ConsumeOption) (Summary, error) {
+	l, err := s.newLoop(ctx, cons, opts)
+	if err != nil {
+		return Summary{}, err
+	}
+	l.h = handler
+	return l.run(ctx)
+}
+
+func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []ConsumeOption) (*loop, error) {
 	c := consumeConfig{workers: 1}
 	for _, o := range opts {
 		o.applyConsume(&c)
 	}
 	if err := c.check(); err != nil {
-		return Summary{}, err
+		return nil, err
+	}
+	if err := s.checkLease(c.lease); err != nil {
+		return nil, err
 	}
 	if c.workers < 1 {
-		return Summary{}, jsutil.Errorf(jsutil.ErrBadInput, "workers %d: want at least 1", c.workers)
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "workers %d: want at least 1", c.workers)
+	}
+	if c.prefetch < 0 || c.max < 0 || c.batch < 0 {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "negative prefetch, maximum or batch size")
 	}
 	if c.drain == 0 {
 		c.drain = c.lease
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return Summary{}, jsutil.Wrap(err, "get consumer %q", consumerName(cons))
+		return nil, jsutil.Wrap(err, "get consumer %q", consumerName(cons))
+	}
+	if info.Config.DeliverSubject != "" {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q is a push consumer: consume needs a pull consumer", info.Name, info.Stream)
 	}
 	if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
 		policy := "all"
 		if info.Config.AckPolicy == jetstream.AckNonePolicy {
 			policy = "none"
 		}
-		return Summary{}, jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q acks %s: idempotent processing needs explicit acks", info.Name, info.Stream, policy)
-	}
-	if info.Config.DeliverSubject != "" {
-		return Summary{}, jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q is a push consumer: consume needs a pull consumer", info.Name, info.Stream)
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q acks %s: idempotent processing needs explicit acks", info.Name, info.Stream, policy)
 	}
 	if c.maxDeliver == 0 && info.Config.MaxDeliver > 0 {
 		c.maxDeliver = info.Config.MaxDeliver
@@ -128,8 +167,21 @@ func (s *Store) Consume(ctx context.Context, cons jetstream.Consumer, handler Ha
 	if c.scope == "" {
 		c.scope = DefaultScope(info.Stream, info.Name)
 	}
-	l := &loop{s: s, cons: cons, h: handler, c: &c, stream: info.Stream, name: info.Name}
-	return l.run(ctx)
+	maxExtra := max(64, 4*c.workers)
+	if c.prefetch > 0 {
+		maxExtra = c.prefetch
+	}
+	ackWait := info.Config.AckWait
+	if ackWait <= 0 {
+		ackWait = 30 * time.Second
+	}
+	l := &loop{
+		s: s, cons: cons, c: &c, stream: info.Stream, name: info.Name, info: info,
+		ref:     FloorRef{Scope: c.scope, Stream: info.Stream, Consumer: info.Name},
+		ackWait: ackWait, maxExtra: maxExtra, failing: map[uint64]string{}, warned: map[string]bool{},
+		freed: make(chan struct{}, 1), lastSeq: info.Delivered.Stream + info.NumPending,
+	}
+	return l, nil
 }
 
 func consumerName(cons jetstream.Consumer) string {
@@ -143,19 +195,37 @@ type loop struct {
 	s            *Store
 	cons         jetstream.Consumer
 	h            Handler
+	bh           BatchHandler
 	c            *consumeConfig
 	stream, name string
+	info         *jetstream.ConsumerInfo
+	ref          FloorRef
+	ackWait      time.Duration
+	maxExtra     int
+
+	leases      *leases
+	queue       chan *job
+	completions chan *pendingDone
+	freed       chan struct{}
+	fallbacks   sync.WaitGroup
 
 	mu       sync.Mutex
 	sum      Summary
-	inflight int
+	failing  map[uint64]string // seq → record key, of messages whose last outcome was a failure
+	warned   map[string]bool
+	active   int // fetched, handler not finished
+	out      int // fetched, not finished
+	avgDur   time.Duration
+	lastMsg  time.Time
 	progress bool // something was acked since the floor was last advanced
-	freed    chan struct{}
+	floor    Floor
+	lastSeq  uint64
 }
 
 func (l *loop) run(ctx context.Context) (Summary, error) {
 	c := l.c
-	l.freed = make(chan struct{}, c.workers)
+	l.queue = make(chan *job, c.workers*max(c.batch, 1)+l.maxExtra)
+	l.completions = make(chan *pendingDone, c.workers*max(c.batch, 1)*2+1)
 	// Handlers run on a context that survives ctx's cancellation for the
 	// drain timeout, so they can finish and leave no claim behind.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -167,33 +237,84 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	})
 	defer stopDrain()
 
-	var wg sync.WaitGroup
-	lastMsg, lastFloor := time.Now(), time.Now()
-	var fatal error
+	l.startFloor(ctx)
+	l.leases = l.s.newLeases(c.lease)
+	defer l.leases.close()
+	var workers sync.WaitGroup
+	for range c.workers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			if l.bh != nil {
+				l.batchWorker(ctx, work)
+			} else {
+				l.worker(ctx, work)
+			}
+		}()
+	}
+	completer := make(chan struct{})
+	go func() {
+		defer close(completer)
+		l.complete(work)
+	}()
+
+	fatal := l.fetch(ctx)
+	close(l.queue)
+	workers.Wait()
+	close(l.completions)
+	<-completer
+	l.fallbacks.Wait()
+
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	// Acks are sent without waiting: make sure the server has them before
+	// the consumer's ack floor is read for the last time.
+	_ = l.s.js.Conn().FlushWithContext(fctx)
+	l.advanceFloor(fctx)
+	l.countFailed(fctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sum.Floor = l.floor.Seq
+	if l.sum.Warnings == nil {
+		l.sum.Warnings = []string{}
+	}
+	sort.Strings(l.sum.Warnings)
+	return l.sum, fatal
+}
+
+// fetch pulls messages into the queue until a stop condition holds; it
+// returns an error only when the consumer is gone for good.
+func (l *loop) fetch(ctx context.Context) error {
+	c := l.c
+	l.mu.Lock()
+	l.lastMsg = time.Now()
+	l.mu.Unlock()
+	lastFloor := time.Now()
 	var notFoundSince time.Time
-	backoff := 50 * time.Millisecond
+	retry := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		l.mu.Lock()
-		free := c.workers - l.inflight
-		handled, inflight := l.sum.Handled(), l.inflight
+		room := c.workers*max(c.batch, 1) + l.extra() - l.active
+		handled, out, lastMsg := l.sum.Handled(), l.out, l.lastMsg
 		l.mu.Unlock()
-		if c.max > 0 && handled >= c.max {
-			break
-		}
 		if c.max > 0 {
-			free = min(free, c.max-handled-inflight)
+			if handled >= c.max {
+				return nil
+			}
+			room = min(room, c.max-handled-out)
 		}
-		if c.idle > 0 && inflight == 0 && time.Since(lastMsg) >= c.idle {
-			break
+		if c.idle > 0 && out == 0 && time.Since(lastMsg) >= c.idle {
+			return nil
 		}
 		if time.Since(lastFloor) >= time.Second {
 			l.advanceFloor(ctx)
 			lastFloor = time.Now()
 		}
-		if free <= 0 {
+		if room <= 0 {
 			select {
 			case <-ctx.Done():
 			case <-l.freed:
+			case <-time.After(time.Second):
 			}
 			continue
 		}
@@ -202,28 +323,16 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 			wait = min(wait, max(c.idle-time.Since(lastMsg), 50*time.Millisecond))
 		}
 		fctx, fcancel := context.WithTimeout(ctx, wait)
-		batch, err := l.cons.Fetch(free, jetstream.FetchContext(fctx))
+		batch, err := l.cons.Fetch(room, jetstream.FetchContext(fctx))
 		if err == nil {
 			for msg := range batch.Messages() {
-				lastMsg = time.Now()
-				if ctx.Err() != nil {
-					_ = msg.Nak() // not started: leave it to the next run
-					continue
-				}
-				l.mu.Lock()
-				l.inflight++
-				l.mu.Unlock()
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					l.handle(work, msg)
-				}()
+				l.enqueue(msg)
 			}
 			err = batch.Error()
 		}
 		fcancel()
 		if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, jetstream.ErrNoMessages) {
-			backoff, notFoundSince = 50*time.Millisecond, time.Time{}
+			retry, notFoundSince = 50*time.Millisecond, time.Time{}
 			continue
 		}
 		// Connection trouble, a restarting server, a leader election: retry,
@@ -232,68 +341,311 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 			if notFoundSince.IsZero() {
 				notFoundSince = time.Now()
 			} else if time.Since(notFoundSince) > 10*time.Second {
-				fatal = jsutil.Wrap(err, "consume from consumer %q on stream %q", l.name, l.stream)
-				break
+				return jsutil.Wrap(err, "consume from consumer %q on stream %q", l.name, l.stream)
 			}
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(backoff):
+		case <-time.After(retry):
 		}
-		backoff = min(backoff*2, time.Second)
+		retry = min(retry*2, time.Second)
 	}
-	wg.Wait()
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	l.advanceFloor(fctx)
-	floor, _, ferr := l.s.Floor(fctx, l.c.scope)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if ferr == nil {
-		l.sum.Floor = floor
-	}
-	return l.sum, fatal
+	return nil
 }
 
-func (l *loop) handle(ctx context.Context, msg jetstream.Msg) {
-	r, _ := l.s.process(ctx, msg, l.h, &l.c.processConfig)
+// countFailed counts the messages whose last outcome in the run was a
+// failure. A delivery can fail after a redelivery of the same message
+// succeeded (its claim got no answer during a leader election while the
+// server redelivered it elsewhere), so a message with a done record made
+// for it counts as succeeded.
+func (l *loop) countFailed(ctx context.Context) {
 	l.mu.Lock()
-	l.sum.add(r)
-	l.inflight--
-	if r.Action == Processed || r.Action == Duplicate {
-		l.progress = true
+	failing := make(map[uint64]string, len(l.failing))
+	for seq, key := range l.failing {
+		failing[seq] = key
 	}
 	l.mu.Unlock()
-	if l.c.onResult != nil {
-		l.c.onResult(r)
+	n := 0
+	for seq, key := range failing {
+		if key != "" {
+			if r, err := l.s.getKV(ctx, key); err == nil && r.State == StateDone && r.Seq == seq {
+				continue
+			}
+		}
+		n++
 	}
+	l.mu.Lock()
+	l.sum.Failed = n
+	l.mu.Unlock()
+}
+
+// extra is how many messages may wait in the queue beyond the workers:
+// enough to keep them busy, few enough that none waits a third of the ack
+// wait or of the lease (their claims are made as they are fetched).
+func (l *loop) extra() int {
+	if l.avgDur <= 0 {
+		return min(l.maxExtra, max(l.c.workers, 16))
+	}
+	n := int(time.Duration(l.c.workers) * (min(l.ackWait, l.c.lease) / 3) / l.avgDur)
+	return max(0, min(n, l.maxExtra))
+}
+
+func (l *loop) enqueue(msg jetstream.Msg) {
+	j, err := l.s.prepare(msg, &l.c.processConfig)
+	l.mu.Lock()
+	l.lastMsg = time.Now()
+	if err == nil {
+		l.active++
+		l.out++
+	}
+	l.mu.Unlock()
+	if err != nil {
+		// Not a JetStream message: nothing can be acked; report it.
+		l.report(j.res)
+		return
+	}
+	if j.d.Idempotent {
+		// Claim ahead: by the time a worker takes the message, its claim
+		// has usually been answered (see resolveClaim).
+		j.claimSent = time.Now()
+		j.claimFut, _ = l.s.js.PublishMsgAsync(l.s.kvMsg(j.kvKey, l.s.claimMsg(j, 0, l.c.lease), 0, l.c.lease))
+	}
+	l.queue <- j
+}
+
+// resolveClaim finishes the claim of a message taken from the queue. A
+// claim made ahead is used when it landed: if it waited in the queue for a
+// renewal period or more, it is renewed first (so it cannot run out before
+// the handler's leases take over). A claim that met a record or a marker,
+// or got no answer, goes through the full claim (claimRecord).
+func (l *loop) resolveClaim(ctx context.Context, j *job) (*Record, error) {
+	lease := l.c.lease
+	if j.claimFut == nil {
+		return l.s.claimRecord(ctx, j, lease)
+	}
+	var err error
+	t := time.NewTimer(max(writeAttempt-time.Since(j.claimSent), time.Millisecond))
+	defer t.Stop()
+	select {
+	case ack := <-j.claimFut.Ok():
+		j.cl = claim{rev: ack.Sequence, fence: ack.Sequence, sent: j.claimSent}
+	case err = <-j.claimFut.Err():
+	case <-t.C:
+		err = context.DeadlineExceeded
+	}
+	j.claimFut = nil
+	switch {
+	case err == nil && time.Since(j.cl.sent) < renewEvery(lease):
+		return nil, nil
+	case err == nil:
+		v := j.value(StateClaim, l.s.worker)
+		v.Expires = time.Now().Add(lease).UnixNano()
+		sent := time.Now()
+		rev, rerr := l.s.publish(ctx, j.kvKey, v.encode(), j.cl.rev, lease)
+		if rerr != nil {
+			return nil, jsutil.Wrap(rerr, "renew ack record %q in bucket %q", j.kvKey, l.s.bucket)
+		}
+		j.cl.rev, j.cl.sent = rev, sent
+		return nil, nil
+	case errors.Is(casErr(err), jetstream.ErrKeyRevisionMismatch):
+		return l.s.claimRecord(ctx, j, lease)
+	}
+	// No answer: the claim may have landed, and then it runs out after the
+	// lease; the message comes back then.
+	return nil, jsutil.Wrap(err, "claim ack record %q in bucket %q", j.kvKey, l.s.bucket)
+}
+
+// worker handles messages one at a time.
+func (l *loop) worker(ctx, work context.Context) {
+	c := &l.c.processConfig
+	for j := range l.queue {
+		if ctx.Err() != nil {
+			l.drop(j) // not started: leave it to the next run
+			continue
+		}
+		start := time.Now()
+		l.freshen(j)
+		run := true
+		if j.d.Idempotent {
+			dup, err := l.resolveClaim(work, j)
+			run = l.s.admitClaimed(work, j, c, l, dup, err)
+		}
+		if !run {
+			l.handled(j, start)
+			l.finish(j)
+			continue
+		}
+		hctx, set := l.leases.hold(work, []*job{j})
+		herr := l.h(hctx, j.d)
+		lost := l.leases.release(set)
+		l.handled(j, start)
+		switch {
+		case lost:
+			l.s.leaseLost(j, c)
+		case herr != nil:
+			l.s.handlerFailed(work, j, c, herr)
+		case !j.d.Idempotent:
+			l.s.finishDone(work, j, c)
+		default:
+			l.doneAsync(work, j)
+			continue
+		}
+		l.finish(j)
+	}
+}
+
+// freshen marks a message that waited long in the queue as in progress,
+// so JetStream does not redeliver it while it is being claimed.
+func (l *loop) freshen(j *job) {
+	if time.Since(j.got) > l.ackWait/3 {
+		_ = j.msg.InProgress()
+	}
+}
+
+// drop naks a fetched message that will not be handled in this run,
+// releasing the claim made ahead for it.
+func (l *loop) drop(j *job) {
+	if j.claimFut != nil {
+		select {
+		case ack := <-j.claimFut.Ok():
+			ctx, cancel := context.WithTimeout(context.Background(), writeAttempt)
+			l.s.release(ctx, j, ack.Sequence)
+			cancel()
+		case <-j.claimFut.Err():
+		case <-time.After(writeAttempt):
+		}
+	}
+	_ = j.msg.Nak()
+	l.mu.Lock()
+	l.active--
+	l.out--
+	l.mu.Unlock()
+	l.signal()
+}
+
+// handled notes that j's handler part is over (the done write may still
+// be in flight), for the prefetch bound.
+func (l *loop) handled(j *job, start time.Time) {
+	d := time.Since(start)
+	l.mu.Lock()
+	l.active--
+	if l.avgDur == 0 {
+		l.avgDur = d
+	} else {
+		l.avgDur = (7*l.avgDur + d) / 8
+	}
+	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *loop) signal() {
 	select {
 	case l.freed <- struct{}{}:
 	default:
 	}
 }
 
-// advanceFloor raises the scope's floor to the consumer's ack floor: every
-// message at or below it was acked, and Process acks a message only once
-// its record is done (or it is a duplicate of a done one).
-func (l *loop) advanceFloor(ctx context.Context) {
+// finish records j's result.
+func (l *loop) finish(j *job) {
+	j.res.Duration = time.Since(j.got)
 	l.mu.Lock()
-	p := l.progress
-	l.progress = false
+	l.out--
 	l.mu.Unlock()
-	if !p {
-		return
-	}
-	info, err := l.cons.Info(ctx)
-	var f uint64
-	if err == nil {
-		f, err = l.s.AdvanceFloor(ctx, l.c.scope, info.AckFloor.Stream)
-	}
+	l.report(j.res)
+	l.signal() // the fetcher may be waiting for --max or --idle to be reached
+}
+
+func (l *loop) report(r Result) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	s := &l.sum
+	switch r.Action {
+	case Processed:
+		s.Processed++
+		l.progress = true
+		delete(l.failing, r.Seq)
+	case Duplicate:
+		s.Duplicates++
+		l.progress = true
+		delete(l.failing, r.Seq)
+	case Failed:
+		s.FailedDeliveries++
+		key := ""
+		if r.Idempotent {
+			key = recordKey(r.Scope, r.KeyFrom, r.Key)
+		}
+		l.failing[r.Seq] = key
+		if r.Final {
+			s.Terminated++
+			l.progress = true // a terminated message moves the ack floor too
+		}
+	case Busy:
+		s.Busy++
+	}
+	if r.Mismatch {
+		s.Mismatches++
+	}
+	if r.FloorCorrupt != "" {
+		l.warnLocked("the floor of consumer " + l.name + " in scope " + ScopeDisplay(l.ref.Scope) + " was ignored: " + r.FloorCorrupt)
+	}
+	l.mu.Unlock()
+	if l.c.onResult != nil {
+		l.c.onResult(r)
+	}
+}
+
+func (l *loop) warnLocked(w string) {
+	if !l.warned[w] {
+		l.warned[w] = true
+		l.sum.Warnings = append(l.sum.Warnings, w)
+	}
+}
+
+// pendingDone is a done write in flight.
+type pendingDone struct {
+	j    *job
+	fut  jetstream.PubAckFuture
+	sent time.Time
+}
+
+// doneAsync publishes j's done record without waiting; the completer acks
+// the message when the write is confirmed.
+func (l *loop) doneAsync(work context.Context, j *job) {
+	val := j.value(StateDone, l.s.worker).encode()
+	fut, err := l.s.js.PublishMsgAsync(l.s.kvMsg(j.kvKey, val, j.cl.rev, l.s.doneTTL()))
 	if err != nil {
-		l.progress = true // try again next time
+		l.s.finishDone(work, j, &l.c.processConfig) // the synchronous path, with its retries
+		l.finish(j)
 		return
 	}
-	l.sum.Floor = f
+	l.completions <- &pendingDone{j: j, fut: fut, sent: time.Now()}
+}
+
+// complete waits for done writes in the order they were sent, acks each
+// message whose write is confirmed, and hands the others to the
+// synchronous path (retries, read-back), which decides.
+func (l *loop) complete(work context.Context) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for p := range l.completions {
+		t.Reset(max(writeAttempt-time.Since(p.sent), time.Millisecond))
+		ok := false
+		select {
+		case <-p.fut.Ok():
+			ok = true
+		case <-p.fut.Err():
+		case <-t.C:
+		}
+		if ok {
+			p.j.res.Action = Processed
+			p.j.res.Err = ackErr(p.j.msg.Ack(), p.j.d)
+			l.finish(p.j)
+			continue
+		}
+		l.fallbacks.Add(1)
+		go func() {
+			defer l.fallbacks.Done()
+			l.s.finishDone(work, p.j, &l.c.processConfig)
+			l.finish(p.j)
+		}()
+	}
 }

@@ -124,7 +124,7 @@ func TestClusterLeaderChangeMidRun(t *testing.T) {
 	cons := addConsumer(t, js, "ORDERS", "c", 2*time.Second, func(cc *jetstream.ConsumerConfig) { cc.Replicas = 3 })
 	tl := newTally()
 	h := tl.handler(func(acks.Delivery) error { time.Sleep(5 * time.Millisecond); return nil })
-	stop := runConsume(t, st, cons, h, acks.WithWorkers(8), acks.WithLease(5*time.Second), acks.WithBusyDelay(200*time.Millisecond))
+	stop := runConsume(t, st, cons, h, acks.WithWorkers(8), acks.WithLease(acks.MinReplicatedLease), acks.WithBusyDelay(200*time.Millisecond))
 	stepdown := func(subj string, at int) {
 		testserver.WaitFor(t, 30*time.Second, "progress before a leader change", func() bool { return len(tl.snapshot()) >= at })
 		testserver.WaitFor(t, 30*time.Second, "leader stepdown of "+subj, func() bool {

@@ -12,8 +12,9 @@ import (
 // Key layout in the bucket. Every token is a jsutil.KeyToken, so any legal
 // stream, consumer, scope or header value maps to a valid KV key:
 //
-//	r.<scope tokens...>.<dedup>   one ack record
-//	f.<scope tokens...>           the scope's floor record
+//	r.<scope tokens...>.<dedup>                 one ack record
+//	f.<scope tokens...>.c<stream>/<consumer>    one consumer's floor in the scope
+//	f.<scope tokens...>                         a scope-wide floor of earlier versions
 //
 // A scope is one or more tokens joined by '.'; the dedup token is always
 // the last token of a record key, so "r.<scope>.*" lists exactly the
@@ -124,7 +125,40 @@ func recordKey(scope string, kind KeyKind, key string) string {
 	return recordPrefix + scope + "." + dedupToken(kind, key)
 }
 
-func floorKey(scope string) string { return floorPrefix + scope }
+// floorKey is the key of one consumer's floor in scope. Its last token
+// holds a '/', which no KeyToken contains, so it never reads as a scope
+// token: "f.<scope>.*" lists the floors of exactly one scope.
+func floorKey(scope, stream, consumer string) string {
+	return floorPrefix + scope + "." + consumerToken(stream, consumer)
+}
+
+func consumerToken(stream, consumer string) string {
+	return "c" + jsutil.KeyToken(stream) + "/" + jsutil.KeyToken(consumer)
+}
+
+// legacyFloorKey is the scope-wide floor written by earlier versions.
+func legacyFloorKey(scope string) string { return floorPrefix + scope }
+
+// parseFloorKey splits a floor key into scope, stream and consumer; legacy
+// is set for a scope-wide floor of an earlier version (no consumer).
+func parseFloorKey(k string) (scope, stream, consumer string, legacy, ok bool) {
+	if !strings.HasPrefix(k, floorPrefix) || len(k) == len(floorPrefix) {
+		return "", "", "", false, false
+	}
+	rest := k[len(floorPrefix):]
+	i := strings.LastIndexByte(rest, '.')
+	last := rest[i+1:]
+	slash := strings.IndexByte(last, '/')
+	if slash < 0 {
+		return rest, "", "", true, CheckScope(rest) == nil
+	}
+	if i <= 0 || last[0] != 'c' {
+		return "", "", "", false, false
+	}
+	st, err1 := jsutil.KeyTokenDecode(last[1:slash])
+	co, err2 := jsutil.KeyTokenDecode(last[slash+1:])
+	return rest[:i], st, co, false, err1 == nil && err2 == nil
+}
 
 // parseRecordKey splits a record key into scope and dedup key.
 func parseRecordKey(k string) (scope string, kind KeyKind, key string, ok bool) {

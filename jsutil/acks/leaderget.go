@@ -45,11 +45,16 @@ type leaderEntry struct {
 	value   []byte
 	rev     uint64
 	created time.Time
+	// marker is set when the key's last message is a delete or purge
+	// marker, or the marker left when a per-record TTL ran out; rev is then
+	// that marker's revision (a compare-and-set can replace it).
+	marker bool
 }
 
 // leaderGet returns the live value of kvKey from the bucket stream's
 // leader, or an error wrapping jetstream.ErrKeyNotFound when the key has
-// none (never written, deleted, purged, or its TTL ran out).
+// none (never written, deleted, purged, or its TTL ran out; for a marker
+// the entry holds its revision).
 func (s *Store) leaderGet(ctx context.Context, kvKey string) (leaderEntry, error) {
 	subj := jsutil.APIPrefix(s.js.Options()) + "STREAM.MSG.GET.KV_" + s.bucket
 	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + s.bucket + "." + kvKey})
@@ -87,7 +92,7 @@ func (s *Store) leaderGet(ctx context.Context, kvKey string) (leaderEntry, error
 		// A delete or purge marker, or the marker the server leaves when a
 		// per-key TTL runs out: the key has no live value.
 		if h.Get("KV-Operation") != "" || h.Get("Nats-Marker-Reason") != "" {
-			return leaderEntry{}, fmt.Errorf("key %q: %w", kvKey, jetstream.ErrKeyNotFound)
+			return leaderEntry{rev: m.Seq, created: m.Time, marker: true}, fmt.Errorf("key %q: %w", kvKey, jetstream.ErrKeyNotFound)
 		}
 	}
 	return leaderEntry{value: m.Data, rev: m.Seq, created: m.Time}, nil

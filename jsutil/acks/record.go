@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -15,8 +14,8 @@ type State string
 
 // Record states. A claim is held by a running handler under a lease (a
 // per-key TTL); done means the handler succeeded; failed means the handler
-// failed on the consumer's last allowed delivery (kept so that the floor
-// never covers a message that was not done).
+// failed (Final: for good, the message was terminated). A failed record is
+// never skipped, so the floor never covers a message that was not done.
 const (
 	StateClaim  State = "claim"
 	StateDone   State = "done"
@@ -61,6 +60,16 @@ type Record struct {
 	// LeaseExpires is when a claim's lease runs out unless renewed (zero for
 	// done and failed records).
 	LeaseExpires time.Time `json:"lease_expires,omitzero"`
+	// Reason says why a failed record failed (the handler's error, or why
+	// the handler could not run).
+	Reason string `json:"reason,omitempty"`
+	// Failures counts a failed record's failures; Final says the message
+	// failed for good (it was terminated).
+	Failures int  `json:"failures,omitempty"`
+	Final    bool `json:"final,omitempty"`
+	// KeySpec names what produced the dedup key (a key spec such as
+	// "header:Nats-Msg-Id" or "json:order.id"; "seq" for the sequence).
+	KeySpec string `json:"key_spec,omitempty"`
 	// Size is the number of bytes of the stored value.
 	Size int `json:"size"`
 }
@@ -73,8 +82,12 @@ type value struct {
 	Worker     string `json:"w,omitempty"`
 	Fence      uint64 `json:"f,omitempty"`
 	Deliveries uint64 `json:"d,omitempty"`
-	Expires    int64  `json:"x,omitempty"` // lease expiry, Unix nanoseconds
-	Key        string `json:"k,omitempty"` // the dedup key, when the record key holds its hash
+	Expires    int64  `json:"x,omitempty"`  // lease expiry, Unix nanoseconds
+	Key        string `json:"k,omitempty"`  // the dedup key, when the record key holds its hash
+	Reason     string `json:"r,omitempty"`  // why a failed record failed
+	Failures   uint64 `json:"n,omitempty"`  // a failed record's count of failures
+	Final      bool   `json:"t,omitempty"`  // a failed record of a message that failed for good
+	Spec       string `json:"ks,omitempty"` // the key spec that produced the key
 }
 
 func (v value) encode() []byte {
@@ -107,7 +120,8 @@ func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64,
 	r := Record{
 		Scope: scope, Key: key, KeyFrom: kind, KVKey: kvKey, Revision: rev, Time: t,
 		State: v.State, Seq: v.Seq, Hash: v.Hash, Worker: v.Worker, Fence: v.Fence,
-		Deliveries: v.Deliveries, Size: size,
+		Deliveries: v.Deliveries, Size: size, Reason: v.Reason, KeySpec: v.Spec,
+		Failures: int(v.Failures), Final: v.Final,
 	}
 	if r.Fence == 0 && v.State == StateClaim {
 		r.Fence = rev // a claim not yet renewed: its own revision
@@ -123,21 +137,4 @@ func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64,
 func PayloadHash(data []byte) string {
 	h := sha256.Sum256(data)
 	return hex.EncodeToString(h[:12])
-}
-
-// floorValue is the stored form of a scope's floor record.
-type floorValue struct {
-	Seq uint64 `json:"q"`
-}
-
-func decodeFloor(bucket, kvKey string, data []byte) (uint64, error) {
-	var f floorValue
-	if err := json.Unmarshal(data, &f); err != nil {
-		return 0, jsutil.Errorf(jsutil.ErrBadInput, "floor record %q in bucket %q is corrupt: %v", kvKey, bucket, err)
-	}
-	return f.Seq, nil
-}
-
-func encodeFloor(seq uint64) []byte {
-	return fmt.Appendf(nil, `{"q":%d}`, seq)
 }

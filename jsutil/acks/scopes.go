@@ -4,88 +4,102 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Floor returns scope's floor (0 when it has none) and the floor record's
-// revision. The floor is the highest stream sequence at or below which
-// every message of the scope is done (taken from the consumer's ack
-// floor); records at or below it may be compacted, and a message at or
-// below it with no record counts as done.
-func (s *Store) Floor(ctx context.Context, scope string) (uint64, uint64, error) {
-	if err := CheckScope(scope); err != nil {
-		return 0, 0, err
-	}
-	k := floorKey(scope)
-	e, err := s.leaderGet(ctx, k)
-	if isNotFound(err) {
-		return 0, 0, nil
-	}
+// checkedFloors lists scope's floors, each checked against its stream's
+// last sequence (a floor of a stream that no longer exists is corrupt).
+func (s *Store) checkedFloors(ctx context.Context, scope string) ([]Floor, error) {
+	floors, err := s.Floors(ctx, scope)
 	if err != nil {
-		return 0, 0, fmt.Errorf("get floor of scope %q: %w", ScopeDisplay(scope), err)
+		return nil, err
 	}
-	seq, err := decodeFloor(s.bucket, k, e.value)
-	return seq, e.rev, err
-}
-
-// AdvanceFloor raises scope's floor to seq (never lowers it), by
-// compare-and-set, and returns the floor afterwards.
-func (s *Store) AdvanceFloor(ctx context.Context, scope string, seq uint64) (uint64, error) {
-	return s.setFloor(ctx, scope, seq, func(cur uint64) bool { return seq > cur })
-}
-
-// LowerFloor lowers scope's floor to seq when it is higher (by
-// compare-and-set), so messages above seq whose records were forgotten run
-// again.
-func (s *Store) LowerFloor(ctx context.Context, scope string, seq uint64) error {
-	if err := CheckScope(scope); err != nil {
-		return err
+	last := map[string]uint64{}
+	for i := range floors {
+		f := &floors[i]
+		if f.Legacy {
+			stream, _, ok := strings.Cut(scope, ".")
+			if d, err := jsutil.KeyTokenDecode(stream); ok && err == nil {
+				f.Stream = d
+			}
+		}
+		if f.Stream == "" || f.Corrupt != "" {
+			continue
+		}
+		ls, ok := last[f.Stream]
+		if !ok {
+			ls, err = s.lastSeq(ctx, f.Stream)
+			if errors.Is(err, jsutil.ErrNotFound) {
+				f.Corrupt = fmt.Sprintf("stream %q does not exist", f.Stream)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			last[f.Stream] = ls
+		}
+		CheckFloor(f, ls)
 	}
-	return s.lowerFloor(ctx, scope, seq)
+	return floors, nil
 }
 
-// lowerFloor lowers scope's floor to seq when it is higher.
-func (s *Store) lowerFloor(ctx context.Context, scope string, seq uint64) error {
-	_, err := s.setFloor(ctx, scope, seq, func(cur uint64) bool { return seq < cur })
-	return err
+// lastSeq is the last sequence of stream.
+func (s *Store) lastSeq(ctx context.Context, stream string) (uint64, error) {
+	st, err := s.js.Stream(ctx, stream)
+	if err != nil {
+		return 0, jsutil.Wrap(err, "get stream %q", stream)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return 0, jsutil.Wrap(err, "get stream %q", stream)
+	}
+	return info.State.LastSeq, nil
 }
 
-func (s *Store) setFloor(ctx context.Context, scope string, seq uint64, want func(cur uint64) bool) (uint64, error) {
-	k := floorKey(scope)
-	for attempt := 0; attempt < 10; attempt++ {
-		cur, rev, err := s.Floor(ctx, scope)
-		if err != nil {
-			return 0, err
+// compactable reports whether the done record of message seq may go: every
+// floor of its scope reaches over seq. A consumer of the scope whose filter
+// matches the message then has it covered; one whose filter does not will
+// never receive it.
+func compactable(floors []Floor, seq uint64) bool {
+	if len(floors) == 0 {
+		return false
+	}
+	for _, f := range floors {
+		if f.Corrupt != "" {
+			return false
 		}
-		if !want(cur) {
-			return cur, nil
+		in := false
+		for _, r := range f.Ranges {
+			if seq > r.From && seq <= r.To {
+				in = true
+				break
+			}
 		}
-		if rev == 0 {
-			_, err = s.kv.Create(ctx, k, encodeFloor(seq))
-		} else {
-			_, err = s.kv.Update(ctx, k, encodeFloor(seq), rev)
-		}
-		if err == nil {
-			return seq, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return 0, jsutil.Wrap(err, "set floor of scope %q in bucket %q", ScopeDisplay(scope), s.bucket)
+		if !in {
+			return false
 		}
 	}
-	return 0, jsutil.Errorf(jsutil.ErrConflict, "set floor of scope %q in bucket %q: too many concurrent changes", ScopeDisplay(scope), s.bucket)
+	return true
 }
 
-// Compact deletes the done records of scope at or below its floor: they are
-// no longer needed, since a message at or below the floor with no record
-// counts as done. It returns how many it deleted.
+// Compact deletes the done records of scope that every floor of the scope
+// covers: a redelivery of such a message still counts as a duplicate. It
+// returns how many it deleted.
 func (s *Store) Compact(ctx context.Context, scope string) (int, error) {
-	floor, _, err := s.Floor(ctx, scope)
-	if err != nil || floor == 0 {
+	floors, err := s.checkedFloors(ctx, scope)
+	if err != nil || len(floors) == 0 {
 		return 0, err
 	}
-	recs, err := s.List(ctx, Filter{Scope: scope, State: StateDone, ToSeq: floor})
+	var recs []Record
+	err = s.scanRecords(ctx, scope, func(r Record) error {
+		if r.State == StateDone && compactable(floors, r.Seq) {
+			recs = append(recs, r)
+		}
+		return nil
+	}, nil)
 	if err != nil {
 		return 0, fmt.Errorf("compact ack records of scope %q: %w", ScopeDisplay(scope), err)
 	}
@@ -103,9 +117,16 @@ type ScopeStats struct {
 	Bytes   int    `json:"bytes"`
 	MinSeq  uint64 `json:"min_seq"`
 	MaxSeq  uint64 `json:"max_seq"`
-	Floor   uint64 `json:"floor"`
-	// Compactable counts done records at or below the floor.
+	// Floor is the lowest floor of the scope's consumers (0 when one is
+	// corrupt or there is none); Floors has each consumer's.
+	Floor  uint64  `json:"floor"`
+	Floors []Floor `json:"floors"`
+	// CorruptFloors counts floors that cannot be true (ignored).
+	CorruptFloors int `json:"corrupt_floors"`
+	// Compactable counts done records every floor covers.
 	Compactable int `json:"compactable"`
+	// Retention is how long done and failed records are kept.
+	RetentionNS int64 `json:"retention_ns"`
 }
 
 // Scopes lists the scopes that have records or a floor.
@@ -122,23 +143,35 @@ func (s *Store) Scopes(ctx context.Context) ([]string, error) {
 		k := e.Key()
 		if sc, _, _, ok := parseRecordKey(k); ok {
 			add(sc)
-		} else if len(k) > len(floorPrefix) && k[:len(floorPrefix)] == floorPrefix {
-			add(k[len(floorPrefix):])
+		} else if sc, _, _, _, ok := parseFloorKey(k); ok {
+			add(sc)
 		}
 		return nil
 	}, jetstream.MetaOnly())
 	return out, err
 }
 
-// Stats summarises scope's records; an unknown scope is an error wrapping
-// jsutil.ErrNotFound.
+// Stats summarises scope's records and floors; an unknown scope is an
+// error wrapping jsutil.ErrNotFound.
 func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
-	st := ScopeStats{Scope: ScopeDisplay(scope)}
-	floor, frev, err := s.Floor(ctx, scope)
+	st := ScopeStats{Scope: ScopeDisplay(scope), RetentionNS: int64(s.Retention())}
+	if err := CheckScope(scope); err != nil {
+		return st, err
+	}
+	floors, err := s.checkedFloors(ctx, scope)
 	if err != nil {
 		return st, err
 	}
-	st.Floor = floor
+	st.Floors = floors
+	if st.Floors == nil {
+		st.Floors = []Floor{}
+	}
+	for _, f := range floors {
+		if f.Corrupt != "" {
+			st.CorruptFloors++
+		}
+	}
+	st.Floor = lowestFloor(floors)
 	err = s.scanRecords(ctx, scope, func(r Record) error {
 		st.Records++
 		st.Bytes += r.Size
@@ -147,7 +180,7 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 			st.Claims++
 		case StateDone:
 			st.Done++
-			if r.Seq <= floor {
+			if compactable(floors, r.Seq) {
 				st.Compactable++
 			}
 		case StateFailed:
@@ -162,7 +195,7 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 	if err != nil {
 		return st, err
 	}
-	if st.Records == 0 && frev == 0 {
+	if st.Records == 0 && len(floors) == 0 {
 		return st, s.unknownScope(scope)
 	}
 	return st, nil
@@ -174,15 +207,22 @@ func (s *Store) KnownScope(ctx context.Context, scope string) error {
 	if err := CheckScope(scope); err != nil {
 		return err
 	}
-	_, frev, err := s.Floor(ctx, scope)
-	if err != nil || frev != 0 {
-		return err
-	}
 	found := false
 	errStop := errors.New("stop")
-	err = s.scan(ctx, recordPrefix+scope+".*", func(jetstream.KeyValueEntry) error { found = true; return errStop }, jetstream.MetaOnly())
-	if err != nil && !errors.Is(err, errStop) {
-		return err
+	for _, filter := range []string{recordPrefix + scope + ".*", floorPrefix + scope + ".*", legacyFloorKey(scope)} {
+		err := s.scan(ctx, filter, func(e jetstream.KeyValueEntry) error {
+			if sc, _, _, _, ok := parseFloorKey(e.Key()); ok && sc != scope {
+				return nil // a floor of a longer scope
+			}
+			found = true
+			return errStop
+		}, jetstream.MetaOnly())
+		if err != nil && !errors.Is(err, errStop) {
+			return err
+		}
+		if found {
+			return nil
+		}
 	}
 	if !found {
 		return s.unknownScope(scope)

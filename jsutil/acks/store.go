@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,22 +18,31 @@ import (
 const (
 	// DefaultBucket is the KV bucket that holds ack records.
 	DefaultBucket = "JSCTL_ACKS"
-	// DefaultRetention is how long finished records are kept (the bucket's
-	// TTL, i.e. the stream's MaxAge).
+	// DefaultRetention is how long done and failed records are kept: each
+	// is written with this per-record TTL (Nats-TTL), unless WithRetention.
 	DefaultRetention = 7 * 24 * time.Hour
 	// DefaultMarkerTTL is how long the bucket keeps the markers left by an
 	// expired lease or a released record (the bucket's LimitMarkerTTL).
 	DefaultMarkerTTL = time.Minute
 )
 
+// ttlNever marks a write that must outlive any max age of the bucket
+// (floor records): the server's "Nats-TTL: never".
+const ttlNever time.Duration = -1
+
 // Store is an open ack-record bucket.
 type Store struct {
 	js        jetstream.JetStream
 	kv        jetstream.KeyValue
 	bucket    string
-	subject   string // "$KV.<bucket>." : records are written here directly to renew leases
+	subject   string // "$KV.<bucket>." : records are written here directly, with TTL and CAS headers
 	markerTTL time.Duration
 	worker    string
+	// retention is the per-record TTL of done and failed records; maxAge
+	// is the bucket's own max age (0: none), which caps it.
+	retention time.Duration
+	maxAge    time.Duration
+	replicas  int
 }
 
 // Option configures Open.
@@ -50,15 +60,19 @@ type openConfig struct {
 // WithBucket names the bucket (default DefaultBucket).
 func WithBucket(name string) Option { return func(c *openConfig) { c.bucket = name } }
 
-// WithRetention sets how long finished records are kept when Open creates
-// the bucket (default DefaultRetention).
+// WithRetention sets how long done and failed records are kept (default
+// DefaultRetention, at least 1s): every such record is written with this
+// per-record TTL, so the server removes it then. A bucket with a max age of
+// its own (made by earlier versions) removes records at that age if it is
+// shorter.
 func WithRetention(d time.Duration) Option { return func(c *openConfig) { c.retention = d } }
 
 // WithMarkerTTL sets how long lease-expiry and release markers are kept
 // when Open creates the bucket (default DefaultMarkerTTL, at least 1s).
 func WithMarkerTTL(d time.Duration) Option { return func(c *openConfig) { c.markerTTL = d } }
 
-// WithReplicas sets the bucket's replicas when Open creates it (default 1).
+// WithReplicas sets the bucket's replicas when Open creates it (default 1;
+// jsctl consume passes the stream's own replica count).
 func WithReplicas(n int) Option { return func(c *openConfig) { c.replicas = n } }
 
 // WithStorage sets the bucket's storage when Open creates it (default file).
@@ -68,8 +82,10 @@ func WithStorage(st jetstream.StorageType) Option { return func(c *openConfig) {
 // host:pid).
 func WithWorker(name string) Option { return func(c *openConfig) { c.worker = name } }
 
-// Open opens the ack-record bucket, creating it on first use with history 1,
-// the retention TTL and limit markers. An existing bucket with incompatible
+// Open opens the ack-record bucket, creating it on first use with history
+// 1, limit markers (which enable per-record TTLs) and no max age: every
+// record carries its own TTL (a claim its lease, done and failed records the
+// retention; floors never expire). An existing bucket with incompatible
 // settings is refused (nothing in it is changed).
 func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, error) {
 	c := openConfig{bucket: DefaultBucket, retention: DefaultRetention, markerTTL: DefaultMarkerTTL, replicas: 1, storage: jetstream.FileStorage}
@@ -79,8 +95,11 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 	if c.markerTTL < time.Second {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %q: marker TTL %v is below the server's minimum of 1s", c.bucket, c.markerTTL)
 	}
-	if c.retention < 0 {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %q: negative retention %v", c.bucket, c.retention)
+	if c.retention < time.Second || c.retention%time.Second != 0 {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %q: retention %v: want whole seconds, at least 1s (the server counts TTLs in seconds)", c.bucket, c.retention)
+	}
+	if c.replicas < 1 || c.replicas > 5 {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %q: replicas %d: want 1 to 5", c.bucket, c.replicas)
 	}
 	kv, err := js.KeyValue(ctx, c.bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -88,7 +107,6 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 			Bucket:         c.bucket,
 			Description:    "jsctl ack records (idempotent processing)",
 			History:        1,
-			TTL:            c.retention,
 			LimitMarkerTTL: c.markerTTL,
 			Replicas:       c.replicas,
 			Storage:        c.storage,
@@ -110,7 +128,7 @@ func OpenExisting(ctx context.Context, js jetstream.JetStream, bucket string) (*
 	if err != nil {
 		return nil, openErr(err, bucket)
 	}
-	return newStore(ctx, js, kv, openConfig{bucket: bucket})
+	return newStore(ctx, js, kv, openConfig{bucket: bucket, retention: DefaultRetention})
 }
 
 func openErr(err error, bucket string) error {
@@ -141,11 +159,28 @@ func newStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue
 		host, _ := os.Hostname()
 		c.worker = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
+	replicas := 1
+	if ok {
+		replicas = kst.StreamInfo().Config.Replicas
+	}
 	return &Store{
 		js: js, kv: kv, bucket: c.bucket, subject: kvPutPrefix(js, c.bucket),
 		markerTTL: st.LimitMarkerTTL(), worker: c.worker,
+		retention: c.retention, maxAge: st.TTL(), replicas: replicas,
 	}, nil
 }
+
+// Retention is how long done and failed records written by this store are
+// kept: the per-record TTL, capped by the bucket's max age if it has one.
+func (s *Store) Retention() time.Duration {
+	if s.maxAge > 0 && s.maxAge < s.retention {
+		return s.maxAge
+	}
+	return s.retention
+}
+
+// Replicas is the bucket's replica count.
+func (s *Store) Replicas() int { return s.replicas }
 
 // kvPutPrefix is the subject prefix kv.Put and kv.Create publish to: the
 // bucket's "$KV.<bucket>." behind the JetStream API prefix when a domain or
@@ -315,9 +350,9 @@ func (s *Store) CountRange(ctx context.Context, scope string, from, to uint64) (
 }
 
 // ForgetRange deletes the records of scope whose stream sequence is in
-// [from, to], each with a compare-and-set on its revision, so the messages
-// are handled again when redelivered; it lowers the scope's floor to from-1
-// if it is higher. It returns how many records it deleted.
+// [from, to], each with a compare-and-set on its revision, and lowers every
+// floor of the scope below from (LowerFloors), so the messages are handled
+// again when redelivered. It returns how many records it deleted.
 func (s *Store) ForgetRange(ctx context.Context, scope string, from, to uint64) (int, error) {
 	if err := CheckScope(scope); err != nil {
 		return 0, err
@@ -330,11 +365,7 @@ func (s *Store) ForgetRange(ctx context.Context, scope string, from, to uint64) 
 	if err != nil {
 		return n, err
 	}
-	floor := uint64(0)
-	if from > 0 {
-		floor = from - 1
-	}
-	if err := s.lowerFloor(ctx, scope, floor); err != nil {
+	if err := s.LowerFloors(ctx, scope, max(from, 1)); err != nil {
 		return n, err
 	}
 	return n, nil
@@ -380,25 +411,42 @@ func (s *Store) purge(ctx context.Context, kvKey string, rev uint64) error {
 	return s.kv.Purge(ctx, kvKey, jetstream.LastRevision(rev), jetstream.PurgeTTL(s.markerTTL))
 }
 
-// publish writes value under kvKey if the key's revision is still rev, with
-// a per-message TTL when ttl > 0, and returns the new revision. kv.Update
-// cannot set a TTL, so lease renewals publish to the bucket's subject with
-// the same two headers kv.Create uses: Nats-Expected-Last-Subject-Sequence
-// (the compare-and-set) and Nats-TTL.
-func (s *Store) publish(ctx context.Context, kvKey string, val []byte, rev uint64, ttl time.Duration) (uint64, error) {
+// kvMsg builds a write of val under kvKey that succeeds only if the key's
+// last revision is still rev (0: the key has no message at all), with a
+// per-record TTL when ttl is not 0 (ttlNever: never expires). kv.Update
+// cannot set a TTL and kv.Create retries with extra requests, so records are
+// written to the bucket's subject directly with the headers kv uses:
+// Nats-Expected-Last-Subject-Sequence (the compare-and-set) and Nats-TTL.
+func (s *Store) kvMsg(kvKey string, val []byte, rev uint64, ttl time.Duration) *nats.Msg {
 	m := nats.NewMsg(s.subject + kvKey)
 	m.Data = val
-	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev)}
-	if ttl > 0 {
-		opts = append(opts, jetstream.WithMsgTTL(ttl))
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+	switch {
+	case ttl == ttlNever:
+		m.Header.Set(jetstream.MsgTTLHeader, "never")
+	case ttl > 0:
+		m.Header.Set(jetstream.MsgTTLHeader, ttl.String())
 	}
-	ack, err := s.js.PublishMsg(ctx, m, opts...)
+	return m
+}
+
+// publish writes val under kvKey if the key's revision is still rev (see
+// kvMsg) and returns the new revision. A lost compare-and-set wraps
+// jetstream.ErrKeyRevisionMismatch.
+func (s *Store) publish(ctx context.Context, kvKey string, val []byte, rev uint64, ttl time.Duration) (uint64, error) {
+	ack, err := s.js.PublishMsg(ctx, s.kvMsg(kvKey, val, rev, ttl))
 	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
-		}
-		return 0, err
+		return 0, casErr(err)
 	}
 	return ack.Sequence, nil
+}
+
+// casErr marks the server's "wrong last sequence" answer as a lost
+// compare-and-set.
+func casErr(err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
+	}
+	return err
 }

@@ -28,8 +28,12 @@ func TestOpenCreatesBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status.History() != 1 || status.TTL() != 48*time.Hour || status.LimitMarkerTTL() != acks.DefaultMarkerTTL {
+	// No max age: every record carries its own TTL.
+	if status.History() != 1 || status.TTL() != 0 || status.LimitMarkerTTL() != acks.DefaultMarkerTTL {
 		t.Errorf("bucket: history %d ttl %v markers %v", status.History(), status.TTL(), status.LimitMarkerTTL())
+	}
+	if st.Retention() != 48*time.Hour {
+		t.Errorf("retention %v, want 48h", st.Retention())
 	}
 	if _, err := acks.Open(ctx, js); err != nil {
 		t.Fatalf("second Open: %v", err)

@@ -1,0 +1,188 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jsctl/jsctl/jsutil/acks"
+)
+
+// command builds `sh -c CMD` for one message or batch. It runs in its own
+// process group, so a terminal's Ctrl-C reaches only jsctl, which lets it
+// finish; a lost lease (or the drain timeout) stops it with SIGTERM, then
+// SIGKILL.
+func (c *ConsumeCmd) command(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "sh", "-c", c.Exec)
+	cmd.Stdin = stdin
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// runExec runs --exec for one message. A command that cannot be started
+// (its environment too large for the system, say) is not the command's own
+// failure: acks.CannotRun has the message back off and end after a bound.
+func (c *ConsumeCmd) runExec(ctx context.Context, d acks.Delivery, out io.Writer) error {
+	cmd := c.command(ctx, bytes.NewReader(d.Msg.Data()), out, out,
+		"JSCTL_STREAM="+d.Stream,
+		"JSCTL_CONSUMER="+d.Consumer,
+		"JSCTL_SEQ="+strconv.FormatUint(d.Seq, 10),
+		"JSCTL_SUBJECT="+Escape(d.Subject),
+		"JSCTL_TIME="+JSONTime(d.Time),
+		"JSCTL_KEY="+Escape(d.Key),
+		"JSCTL_KEY_B64="+base64.StdEncoding.EncodeToString([]byte(d.Key)),
+		"JSCTL_FENCE="+strconv.FormatUint(d.Fence, 10),
+		"JSCTL_DELIVERIES="+strconv.FormatUint(d.Deliveries, 10),
+		"JSCTL_SCOPE="+acks.ScopeDisplay(d.Scope),
+	)
+	return exitErr(cmd.Run())
+}
+
+// exitErr turns a command's outcome into the handler's error.
+func exitErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("command exited with status %d", ee.ExitCode())
+	}
+	return acks.CannotRun(fmt.Errorf("run command: %w", err))
+}
+
+// batchLineJSON is one message on a batch command's stdin.
+type batchLineJSON struct {
+	Stream       string              `json:"stream"`
+	Consumer     string              `json:"consumer"`
+	Seq          uint64              `json:"seq"`
+	Subject      string              `json:"subject"`
+	Time         string              `json:"time"`
+	Key          string              `json:"key"`
+	KeyB64       string              `json:"key_b64"`
+	Fence        uint64              `json:"fence"`
+	Deliveries   uint64              `json:"deliveries"`
+	Headers      map[string][]string `json:"headers"`
+	Data         string              `json:"data"`
+	DataEncoding string              `json:"data_encoding"`
+}
+
+// batchResultJSON is a result line a batch command may print.
+type batchResultJSON struct {
+	Seq   uint64 `json:"seq"`
+	OK    *bool  `json:"ok"`
+	Error string `json:"error"`
+}
+
+// runBatch runs --exec once for a batch: NDJSON on stdin, result lines (if
+// any) read from stdout; other output goes to jsctl's standard error.
+func (c *ConsumeCmd) runBatch(ctx context.Context, ds []acks.Delivery, out io.Writer) ([]error, error) {
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	enc.SetEscapeHTML(false)
+	for _, d := range ds {
+		if err := enc.Encode(batchLineOf(d)); err != nil {
+			return nil, acks.CannotRun(fmt.Errorf("encode message %d: %w", d.Seq, err))
+		}
+	}
+	pr, pw := io.Pipe()
+	cmd := c.command(ctx, &in, pw, out,
+		"JSCTL_STREAM="+ds[0].Stream,
+		"JSCTL_CONSUMER="+ds[0].Consumer,
+		"JSCTL_SCOPE="+acks.ScopeDisplay(ds[0].Scope),
+		"JSCTL_BATCH_SIZE="+strconv.Itoa(len(ds)),
+	)
+	results := map[uint64]error{}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			if seq, res, ok := resultLine(sc.Bytes()); ok {
+				results[seq] = res
+				continue
+			}
+			_, _ = out.Write(append(sc.Bytes(), '\n'))
+		}
+		_, _ = io.Copy(out, pr) // a line too long for the scanner
+	}()
+	err := cmd.Start()
+	if err != nil {
+		pw.Close()
+		<-read
+		return nil, exitErr(err)
+	}
+	err = cmd.Wait()
+	pw.Close()
+	<-read
+	if err != nil {
+		return nil, exitErr(err)
+	}
+	if len(results) == 0 {
+		return nil, nil
+	}
+	errs := make([]error, len(ds))
+	for i, d := range ds {
+		res, ok := results[d.Seq]
+		switch {
+		case !ok:
+			errs[i] = fmt.Errorf("the command printed no result line for message %d", d.Seq)
+		default:
+			errs[i] = res
+		}
+	}
+	return errs, nil
+}
+
+// resultLine reads {"seq":N,"ok":bool,"error":"..."}.
+func resultLine(b []byte) (uint64, error, bool) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return 0, nil, false
+	}
+	var r batchResultJSON
+	if json.Unmarshal(b, &r) != nil || r.Seq == 0 || r.OK == nil {
+		return 0, nil, false
+	}
+	if *r.OK {
+		return r.Seq, nil, true
+	}
+	msg := r.Error
+	if msg == "" {
+		msg = "failed"
+	}
+	return r.Seq, fmt.Errorf("command reported: %s", msg), true
+}
+
+func batchLineOf(d acks.Delivery) batchLineJSON {
+	l := batchLineJSON{
+		Stream: d.Stream, Consumer: d.Consumer, Seq: d.Seq, Subject: d.Subject, Time: JSONTime(d.Time),
+		Key: Escape(d.Key), KeyB64: base64.StdEncoding.EncodeToString([]byte(d.Key)), Fence: d.Fence,
+		Deliveries: d.Deliveries, Headers: map[string][]string(d.Msg.Headers()),
+	}
+	if l.Headers == nil {
+		l.Headers = map[string][]string{}
+	}
+	data := d.Msg.Data()
+	if utf8.Valid(data) {
+		l.Data, l.DataEncoding = string(data), "text"
+	} else {
+		l.Data, l.DataEncoding = base64.StdEncoding.EncodeToString(data), "base64"
+	}
+	return l
+}

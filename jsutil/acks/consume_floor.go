@@ -1,0 +1,79 @@
+package acks
+
+import (
+	"context"
+)
+
+// startFloor opens or extends the consumer's floor as the run starts (a
+// range ending below the consumer's ack floor is not extended: the gap is
+// not proven) and keeps a copy of it.
+func (l *loop) startFloor(ctx context.Context) {
+	p := floorPosOf(l.info, true)
+	f, corrupt, err := l.s.advanceFloor(ctx, l.ref, p)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastSeq = max(l.lastSeq, p.lastSeq)
+	if corrupt != "" {
+		l.warnLocked("the floor of consumer " + l.name + " in scope " + ScopeDisplay(l.ref.Scope) + " was corrupt and was replaced: " + corrupt)
+	}
+	if err == nil {
+		l.floor = f
+	}
+}
+
+// advanceFloor extends the consumer's floor to its ack floor when something
+// was acked since the last time.
+func (l *loop) advanceFloor(ctx context.Context) {
+	l.mu.Lock()
+	progress := l.progress
+	l.progress = false
+	l.mu.Unlock()
+	if !progress {
+		return
+	}
+	info, err := l.cons.Info(ctx)
+	if err != nil {
+		l.mu.Lock()
+		l.progress = true // try again next time
+		l.mu.Unlock()
+		return
+	}
+	p := floorPosOf(info, false)
+	l.mu.Lock()
+	p.lastSeq = max(p.lastSeq, l.lastSeq)
+	l.mu.Unlock()
+	f, corrupt, err := l.s.advanceFloor(ctx, l.ref, p)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastSeq = max(l.lastSeq, p.lastSeq)
+	if corrupt != "" {
+		l.warnLocked("the floor of consumer " + l.name + " in scope " + ScopeDisplay(l.ref.Scope) + " was corrupt and was replaced: " + corrupt)
+	}
+	if err != nil {
+		l.progress = true
+		return
+	}
+	l.floor = f
+}
+
+// covered implements floorSource with the loop's copy of the floor: only a
+// message the copy covers is checked against the floor on the leader.
+func (l *loop) covered(ctx context.Context, j *job) (bool, string, error) {
+	l.mu.Lock()
+	cached := l.floor
+	l.mu.Unlock()
+	if !cached.Covers(j.d.Seq, j.d.Subject) {
+		return false, "", nil
+	}
+	fresh, err := l.s.ReadFloor(ctx, l.ref)
+	if err != nil {
+		return false, "", err
+	}
+	ok, why, err := l.s.trust(ctx, &fresh, j)
+	if err == nil {
+		l.mu.Lock()
+		l.floor = fresh
+		l.mu.Unlock()
+	}
+	return ok, why, err
+}

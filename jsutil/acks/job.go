@@ -1,0 +1,222 @@
+package acks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// job is one delivery on its way through the protocol.
+type job struct {
+	msg   jetstream.Msg
+	d     Delivery
+	res   Result
+	kvKey string
+	hash  string
+	cl    claim
+	// pending is the consumer's pending count after this message, from its
+	// metadata: the stream's last sequence is at least d.Seq+pending.
+	pending uint64
+	got     time.Time // when it was received
+	// claimFut is a claim published ahead (Consume claims a message as it
+	// is fetched); claimSent is when it was sent.
+	claimFut  jetstream.PubAckFuture
+	claimSent time.Time
+	// failures is the count of the failed record the claim took over
+	// (0 when there was none, or it was final).
+	failures uint64
+}
+
+// claim is a claim this worker holds.
+type claim struct {
+	rev, fence uint64
+	// sent is when the claim's last stored write was sent: its TTL runs
+	// out no earlier than sent + lease.
+	sent time.Time
+	// tookOver: the key held a failed record, so the message is not a
+	// duplicate whatever the floor says.
+	tookOver bool
+}
+
+// prepare reads a delivery's metadata and dedup key.
+func (s *Store) prepare(msg jetstream.Msg, c *processConfig) (*job, error) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		err = jsutil.Errorf(jsutil.ErrBadInput, "message on %q is not a jetstream message: %w", msg.Subject(), err)
+		return &job{msg: msg, res: Result{Action: Failed, Subject: msg.Subject(), Err: err}}, err
+	}
+	d := Delivery{
+		Msg: msg, Stream: meta.Stream, Consumer: meta.Consumer, Subject: msg.Subject(),
+		Seq: meta.Sequence.Stream, Time: meta.Timestamp, Deliveries: meta.NumDelivered,
+		Scope: c.scope, Idempotent: matchAny(c.subjects, msg.Subject()),
+	}
+	if d.Scope == "" {
+		d.Scope = DefaultScope(meta.Stream, meta.Consumer)
+	}
+	d.KeyFrom, d.Key = KeyFromSequence, strconv.FormatUint(d.Seq, 10)
+	if v := msg.Headers().Get(c.keyHeader); v != "" {
+		d.KeyFrom, d.Key = KeyFromHeader, v
+	}
+	j := &job{msg: msg, d: d, pending: meta.NumPending, got: time.Now()}
+	j.res = Result{
+		Stream: d.Stream, Consumer: d.Consumer, Seq: d.Seq, Subject: d.Subject, Time: d.Time,
+		Deliveries: d.Deliveries, Scope: d.Scope, Key: d.Key, KeyFrom: d.KeyFrom, Idempotent: d.Idempotent,
+	}
+	if d.Idempotent {
+		j.kvKey = recordKey(d.Scope, d.KeyFrom, d.Key)
+		j.hash = PayloadHash(msg.Data())
+	}
+	return j, nil
+}
+
+// value is the record this job writes in state st.
+func (j *job) value(st State, worker string) value {
+	return value{State: st, Seq: j.d.Seq, Hash: j.hash, Worker: worker, Fence: j.cl.fence, Deliveries: j.d.Deliveries, Key: keepKey(j.d)}
+}
+
+// claimMsg is the write that claims j's record over revision rev.
+func (s *Store) claimMsg(j *job, rev uint64, lease time.Duration) []byte {
+	v := j.value(StateClaim, s.worker)
+	v.Fence = 0
+	v.Expires = time.Now().Add(lease).UnixNano()
+	return v.encode()
+}
+
+// errCorrupt is a record that does not read; rev is its revision, so a
+// failed record may replace it once the message fails for good.
+type errCorrupt struct {
+	err error
+	rev uint64
+}
+
+func (e *errCorrupt) Error() string { return e.err.Error() }
+func (e *errCorrupt) Unwrap() error { return e.err }
+
+// claimRecord takes the record of j's key. It returns nil and sets j.cl
+// when the claim is ours, or the record found there (another worker's live
+// claim, or a done record).
+//
+// A claim is written with "expected last revision 0" and a per-record TTL
+// (the lease), so it succeeds only when the key has no message at all. When
+// the key's last message is a marker (released, forgotten, or a lease that
+// ran out on the server: a dead worker's claim expiring), the claim replaces
+// it by compare-and-set on the marker's revision. A failed record is taken
+// over the same way.
+func (s *Store) claimRecord(ctx context.Context, j *job, lease time.Duration) (*Record, error) {
+	var rev uint64
+	for attempt := 0; attempt < 5; attempt++ {
+		sent := time.Now()
+		nrev, err := s.publish(ctx, j.kvKey, s.claimMsg(j, rev, lease), rev, lease)
+		if err == nil {
+			j.cl = claim{rev: nrev, fence: nrev, sent: sent, tookOver: j.cl.tookOver}
+			return nil, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return nil, jsutil.Wrap(err, "claim ack record %q in bucket %q", j.kvKey, s.bucket)
+		}
+		e, gerr := s.leaderGet(ctx, j.kvKey)
+		switch {
+		case e.marker:
+			rev = e.rev // released or expired: claim over the marker
+			continue
+		case isNotFound(gerr):
+			rev = 0 // gone meanwhile
+			continue
+		case gerr != nil:
+			return nil, fmt.Errorf("claim ack record %q: %w", j.kvKey, gerr)
+		}
+		r, err := s.valueRecord(j.kvKey, e.value, e.rev, e.created)
+		if err != nil {
+			return nil, &errCorrupt{err: err, rev: e.rev}
+		}
+		if r.State != StateFailed {
+			return &r, nil
+		}
+		rev, j.cl.tookOver = r.Revision, true
+		j.failures = uint64(r.Failures)
+		if r.Final {
+			j.failures = 0 // run again on purpose (a rewind, a retry): count anew
+		}
+	}
+	return nil, jsutil.Errorf(jsutil.ErrConflict, "claim ack record %q in bucket %q: too many concurrent changes", j.kvKey, s.bucket)
+}
+
+// doneMsgTTL is the TTL of done and failed records.
+func (s *Store) doneTTL() time.Duration { return s.retention }
+
+// markDone turns the claim (at revision rev) into a done record by
+// compare-and-set, retried until ctx ends. When an attempt's outcome is
+// unknown (no answer: a leader election, a lost connection) the record is
+// read back from the leader: done with our fence means it landed; our claim
+// at a newer revision (a renewal that landed unseen) is written over.
+func (s *Store) markDone(ctx context.Context, j *job, rev uint64) error {
+	val := j.value(StateDone, s.worker).encode()
+	last := ctx.Err()
+	for ctx.Err() == nil {
+		actx, cancel := context.WithTimeout(ctx, writeAttempt)
+		_, err := s.publish(actx, j.kvKey, val, rev, s.doneTTL())
+		cancel()
+		if err == nil {
+			return nil
+		}
+		last = err
+		if nrev, landed, lost := s.readBack(ctx, j, rev); landed {
+			return nil
+		} else if lost {
+			return jsutil.Classify(jsutil.ErrConflict, fmt.Errorf("mark ack record %q done: %w", j.kvKey, ErrLeaseLost))
+		} else {
+			rev = nrev
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(writeRetry):
+		}
+	}
+	return jsutil.Wrap(last, "mark ack record %q done in bucket %q", j.kvKey, s.bucket)
+}
+
+// readBack checks, after a done write whose outcome is unknown, what the
+// record holds: landed when it is done with our fence, lost when it is
+// anything else but our own claim (whose revision is returned).
+func (s *Store) readBack(ctx context.Context, j *job, rev uint64) (uint64, bool, bool) {
+	actx, cancel := context.WithTimeout(ctx, writeAttempt)
+	defer cancel()
+	e, err := s.leaderGet(actx, j.kvKey)
+	if isNotFound(err) {
+		return rev, false, true
+	}
+	if err != nil {
+		return rev, false, false // unknown: try again
+	}
+	r, err := s.valueRecord(j.kvKey, e.value, e.rev, e.created)
+	switch {
+	case err != nil:
+		return rev, false, true
+	case r.State == StateDone && r.Fence == j.cl.fence:
+		return rev, true, false
+	case r.State == StateClaim && r.Fence == j.cl.fence:
+		return r.Revision, false, false
+	}
+	return rev, false, true
+}
+
+// release purges the claim at revision rev, so the message can be claimed
+// again at once (otherwise the lease would have to run out first).
+func (s *Store) release(ctx context.Context, j *job, rev uint64) {
+	_ = s.purge(ctx, j.kvKey, rev)
+}
+
+// keepFailed writes a failed record over revision rev (our claim, or a
+// corrupt record), kept for the retention: the reason, the count of
+// failures, and whether the message failed for good.
+func (s *Store) keepFailed(ctx context.Context, j *job, rev uint64, reason string, failures uint64, final bool) error {
+	v := j.value(StateFailed, s.worker)
+	v.Reason, v.Failures, v.Final = reason, failures, final
+	_, err := s.publish(ctx, j.kvKey, v.encode(), rev, s.doneTTL())
+	return err
+}
