@@ -217,7 +217,8 @@ type loop struct {
 	out      int // fetched, not finished
 	avgDur   time.Duration
 	lastMsg  time.Time
-	progress bool // something was acked since the floor was last advanced
+	progress bool   // something was acked since the floor was last advanced
+	maxAcked uint64 // the highest sequence acked
 	floor    Floor
 	lastSeq  uint64
 }
@@ -270,7 +271,7 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	// Acks are sent without waiting: make sure the server has them before
 	// the consumer's ack floor is read for the last time.
 	_ = l.s.js.Conn().FlushWithContext(fctx)
-	l.advanceFloor(fctx)
+	l.advanceFloor(fctx, true)
 	l.countFailed(fctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -307,7 +308,7 @@ func (l *loop) fetch(ctx context.Context) error {
 			return nil
 		}
 		if time.Since(lastFloor) >= time.Second {
-			l.advanceFloor(ctx)
+			l.advanceFloor(ctx, false)
 			lastFloor = time.Now()
 		}
 		if room <= 0 {
@@ -561,11 +562,11 @@ func (l *loop) report(r Result) {
 	switch r.Action {
 	case Processed:
 		s.Processed++
-		l.progress = true
+		l.progress, l.maxAcked = true, max(l.maxAcked, r.Seq)
 		delete(l.failing, r.Seq)
 	case Duplicate:
 		s.Duplicates++
-		l.progress = true
+		l.progress, l.maxAcked = true, max(l.maxAcked, r.Seq)
 		delete(l.failing, r.Seq)
 	case Failed:
 		s.FailedDeliveries++
@@ -576,7 +577,7 @@ func (l *loop) report(r Result) {
 		l.failing[r.Seq] = key
 		if r.Final {
 			s.Terminated++
-			l.progress = true // a terminated message moves the ack floor too
+			l.progress, l.maxAcked = true, max(l.maxAcked, r.Seq) // a terminated message moves the ack floor too
 		}
 	case Busy:
 		s.Busy++

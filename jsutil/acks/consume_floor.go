@@ -2,6 +2,7 @@ package acks
 
 import (
 	"context"
+	"time"
 )
 
 // startFloor opens or extends the consumer's floor as the run starts (a
@@ -22,16 +23,25 @@ func (l *loop) startFloor(ctx context.Context) {
 }
 
 // advanceFloor extends the consumer's floor to its ack floor when something
-// was acked since the last time.
-func (l *loop) advanceFloor(ctx context.Context) {
+// was acked since the last time. At the end of a run (settle) it first
+// gives the server a moment to apply the acks it was just sent (they are
+// applied asynchronously), so the floor reaches the last message handled.
+func (l *loop) advanceFloor(ctx context.Context, settle bool) {
 	l.mu.Lock()
-	progress := l.progress
+	progress, acked := l.progress, l.maxAcked
 	l.progress = false
 	l.mu.Unlock()
 	if !progress {
 		return
 	}
 	info, err := l.cons.Info(ctx)
+	for try := 0; settle && err == nil && try < 10 && info.AckFloor.Stream < acked && info.NumAckPending > 0; try++ {
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+		info, err = l.cons.Info(ctx)
+	}
 	if err != nil {
 		l.mu.Lock()
 		l.progress = true // try again next time

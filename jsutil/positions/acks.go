@@ -20,8 +20,8 @@ type AckRecords struct {
 	Bucket string `json:"bucket"`
 	// Scope is the scope as --scope takes it ("ORDERS.billing").
 	Scope string `json:"scope"`
-	// Floor is the scope's floor: every message of the scope at or below
-	// it is done.
+	// Floor is the consumer's floor in the scope: every message of the
+	// consumer at or below it was handled (see acks.Floor).
 	Floor   uint64 `json:"floor"`
 	Records int    `json:"records"`
 	Claims  int    `json:"claims"`
@@ -71,8 +71,13 @@ func (a *ackReader) scope(ctx context.Context, stream, consumer string, stale bo
 		return nil, err
 	}
 	out := &AckRecords{
-		Bucket: a.bucket, Scope: acks.ScopeDisplay(scope), Floor: st.Floor,
+		Bucket: a.bucket, Scope: acks.ScopeDisplay(scope),
 		Records: st.Records, Claims: st.Claims, Done: st.Done, Failed: st.Failed,
+	}
+	for _, f := range st.Floors {
+		if f.Stream == stream && f.Consumer == consumer && f.Corrupt == "" {
+			out.Floor = f.Seq
+		}
 	}
 	if stale && st.Claims > 0 {
 		claims, err := a.store.List(ctx, acks.Filter{Scope: scope, State: acks.StateClaim, SkipCorrupt: func(error) {}})
