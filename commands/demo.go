@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/embedded"
 	"github.com/jsctl/jsctl/jsutil/seek"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -71,13 +72,25 @@ func (c *DemoCmd) Run(ctx context.Context, env *Env) (err error) {
 	if err != nil {
 		return fmt.Errorf("demo: create a store directory: %w", err)
 	}
-	client, err := jsutil.Connect(ctx, jsutil.ConnectOptions{Embedded: dir, Timeout: 10 * time.Second, Name: "jsctl demo"})
+	sync, err := env.SyncPolicy()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return err
+	}
+	srv, err := embedded.Start(embedded.Options{StoreDir: dir, Sync: sync})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return fmt.Errorf("demo: start the embedded server: %w", err)
 	}
+	client, err := jsutil.Connect(ctx, jsutil.ConnectOptions{InProcess: srv, InProcessName: "the demo's embedded server", Timeout: 10 * time.Second, Name: "jsctl demo"})
+	if err != nil {
+		srv.Shutdown()
+		_ = os.RemoveAll(dir)
+		return fmt.Errorf("demo: connect to the embedded server: %w", err)
+	}
 	defer func() {
 		client.Close()
+		srv.Shutdown()
 		if c.Keep {
 			fmt.Fprintf(env.Stdout, "\nThe store is kept in %s (jsctl --embedded %s ...).\n", dir, dir)
 			return

@@ -14,7 +14,8 @@ var update = flag.Bool("update", false, "rewrite the golden sections of testdata
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"jsctl": func() { os.Exit(commands.Main(os.Args[1:])) },
+		"jsctl":       func() { os.Exit(commands.Main(os.Args[1:])) },
+		"nats-server": natsServerMain,
 	})
 }
 

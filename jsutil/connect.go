@@ -36,9 +36,12 @@ type ConnectOptions struct {
 	TLSCA    string
 	Timeout  time.Duration
 	JSDomain string
-	// Embedded, when set, starts an in-process server over this store
-	// directory and connects to it without TCP.
-	Embedded string
+	// InProcess, when set, connects to a server running in this process
+	// (such as an embedded.Server from jsutil/embedded) without TCP; URL,
+	// credentials and TLS settings are then ignored. InProcessName names it
+	// in errors and in Client.URL.
+	InProcess     nats.InProcessConnProvider
+	InProcessName string
 	// Name is the client connection name shown by the server.
 	Name string
 	// NoContext ignores saved contexts entirely.
@@ -55,10 +58,9 @@ type Client struct {
 	NC      *nats.Conn
 	JS      jetstream.JetStream
 	Timeout time.Duration
-	// URL is the server the client connected to ("embedded:DIR" for an
-	// embedded server).
-	URL      string
-	embedded *EmbeddedServer
+	// URL is the server the client connected to, with any user
+	// information masked (or the InProcessName of an in-process server).
+	URL string
 
 	mu     sync.Mutex
 	denied error // the first permissions violation the server reported
@@ -122,7 +124,8 @@ type explainedErr struct {
 func (e *explainedErr) Error() string { return e.msg }
 func (e *explainedErr) Unwrap() error { return e.err }
 
-// Close closes the connection and stops an embedded server.
+// Close closes the connection. An in-process server is left running: its
+// owner stops it.
 func (c *Client) Close() {
 	if c == nil {
 		return
@@ -130,9 +133,6 @@ func (c *Client) Close() {
 	if c.NC != nil {
 		_ = c.NC.Drain()
 		c.NC.Close()
-	}
-	if c.embedded != nil {
-		c.embedded.Shutdown()
 	}
 }
 
@@ -209,7 +209,7 @@ func LoadNATSContext(name string) (*NATSContext, error) {
 // Resolve fills the options' empty fields from the saved NATS context (the
 // named one, or the selected one) and returns the result.
 func (o ConnectOptions) Resolve() (ConnectOptions, error) {
-	if o.NoContext || o.Embedded != "" {
+	if o.NoContext || o.InProcess != nil {
 		return o, nil
 	}
 	nctx, err := LoadNATSContext(o.Context)
@@ -278,26 +278,26 @@ func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 	if o.inboxPrefix != "" {
 		nopts = append(nopts, nats.CustomInboxPrefix(o.inboxPrefix))
 	}
-	if o.Embedded != "" {
-		s, err := StartEmbedded(EmbeddedOptions{StoreDir: o.Embedded})
-		if err != nil {
-			return nil, err
+	dial := ""
+	if o.InProcess != nil {
+		c.URL = o.InProcessName
+		if c.URL == "" {
+			c.URL = "the in-process server"
 		}
-		c.embedded = s
-		c.URL = "embedded:" + o.Embedded
-		nopts = append(nopts, nats.InProcessServer(s))
+		nopts = append(nopts, nats.InProcessServer(o.InProcess))
 	} else {
 		auth, err := authOptions(o)
 		if err != nil {
 			return nil, err
 		}
 		nopts = append(nopts, auth...)
-		c.URL = o.URL
-		if c.URL == "" {
-			c.URL = DefaultURL
+		dial = o.URL
+		if dial == "" {
+			dial = DefaultURL
 		}
+		c.URL = RedactURL(dial)
 	}
-	nc, err := connectWithin(ctx, c.URL, o.Timeout, nopts)
+	nc, err := connectWithin(ctx, dial, c.URL, o.Timeout, nopts)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -324,7 +324,8 @@ func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 }
 
 // connectWithin dials the server, bounded by timeout and ctx.
-func connectWithin(ctx context.Context, url string, timeout time.Duration, opts []nats.Option) (*nats.Conn, error) {
+// shown is how errors name the server.
+func connectWithin(ctx context.Context, url, shown string, timeout time.Duration, opts []nats.Option) (*nats.Conn, error) {
 	type result struct {
 		nc  *nats.Conn
 		err error
@@ -336,7 +337,6 @@ func connectWithin(ctx context.Context, url string, timeout time.Duration, opts 
 	}()
 	t := time.NewTimer(timeout + time.Second)
 	defer t.Stop()
-	shown := RedactURL(url)
 	select {
 	case r := <-ch:
 		if r.err != nil {

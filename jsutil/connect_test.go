@@ -307,34 +307,6 @@ func TestNATSContextConnects(t *testing.T) {
 	useJS(t, c)
 }
 
-func TestEmbeddedKeepsData(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := jsutil.Connect(ctx, jsutil.ConnectOptions{Embedded: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.URL != "embedded:"+dir {
-		t.Errorf("URL = %q", c.URL)
-	}
-	useJS(t, c)
-	c.Close()
-
-	c, err = jsutil.Connect(ctx, jsutil.ConnectOptions{Embedded: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	st, err := c.JS.Stream(ctx, "AUTH")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := st.CachedInfo().State.Msgs; n != 1 {
-		t.Errorf("after reopening: %d messages, want 1", n)
-	}
-}
-
 // TestConnectTimeoutApplies: --timeout bounds JetStream requests that have
 // no deadline of their own, not only the connection.
 func TestConnectTimeoutApplies(t *testing.T) {
