@@ -69,8 +69,21 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if ctx.Err() != nil && !errors.Is(err, jsutil.ErrCancelled) {
 		err = jsutil.Classify(jsutil.ErrCancelled, err)
 	}
-	fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
+	fmt.Fprintf(stderr, "jsctl: error: %s\n", maskSecrets(err.Error(), &cli.Globals))
 	return exitCode(err)
+}
+
+// maskSecrets is the last guard before an error is printed: the user
+// information of any URL, and the --password and --token values wherever
+// they appear, become ***.
+func maskSecrets(msg string, g *Globals) string {
+	msg = jsutil.MaskURLs(msg)
+	for _, secret := range []string{g.Password, g.Token} {
+		if len(secret) >= 3 {
+			msg = strings.ReplaceAll(msg, secret, "***")
+		}
+	}
+	return msg
 }
 
 func commandPath(kctx *kong.Context) string {

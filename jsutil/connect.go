@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -296,6 +299,9 @@ func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 			dial = DefaultURL
 		}
 		c.URL = RedactURL(dial)
+		if err := CheckURLs(dial); err != nil {
+			return nil, err
+		}
 	}
 	nc, err := connectWithin(ctx, dial, c.URL, o.Timeout, nopts)
 	if err != nil {
@@ -376,6 +382,59 @@ func connectError(url string, err error) error {
 func isNetTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// CheckURLs reads each URL of a comma-separated server list as the NATS
+// client will (a URL without a scheme gets nats://) and returns a usage
+// error for the first one it cannot read. The error shows the URL without
+// its user information and says what is wrong in fixed words, never
+// quoting the URL's text, so no part of a password can leak through it.
+func CheckURLs(list string) error {
+	for _, raw := range strings.Split(list, ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		full := raw
+		if !strings.Contains(full, "://") {
+			full = "nats://" + full
+		}
+		u, err := url.Parse(full)
+		if err == nil && u.Host == "" {
+			err = errors.New("no host")
+		}
+		if err == nil {
+			if p := u.Port(); p != "" {
+				if n, perr := strconv.Atoi(p); perr != nil || n < 0 || n > 65535 {
+					err = errors.New("invalid port")
+				}
+			}
+		}
+		if err != nil {
+			return Errorf(ErrBadInput, "server URL %s cannot be read (%s): use nats://[user:password@]host[:port], tls://... or ws://..., comma separated", RedactURL(raw), urlProblem(err))
+		}
+	}
+	return nil
+}
+
+// urlProblem names what is wrong with a URL in fixed words.
+func urlProblem(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"invalid port", "invalid URL escape", "missing ']' in host", "invalid character", "invalid userinfo", "no host"} {
+		if strings.Contains(msg, p) {
+			return strings.ReplaceAll(p, "invalid URL escape", "a % not followed by two hex digits")
+		}
+	}
+	return "malformed"
+}
+
+// userInfoInURL matches the user information of a URL in any text.
+var userInfoInURL = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@"']*@`)
+
+// MaskURLs replaces the user information of every URL in s with ***, so an
+// error text can be printed whatever produced it.
+func MaskURLs(s string) string {
+	return userInfoInURL.ReplaceAllString(s, "${1}***@")
 }
 
 // RedactURL removes user information from each URL of a comma-separated
