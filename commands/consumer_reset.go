@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,8 +42,11 @@ type ConsumerResetCmd struct {
 // Help is the long help of consumer reset.
 func (ConsumerResetCmd) Help() string {
 	return `Moves durable consumers of a stream to a time or sequence. Without --execute
-it prints the plan and changes nothing. At a terminal without --execute or
---dry-run it asks before applying.
+it prints the plan and changes nothing. Only when stdin and stdout are both a
+terminal (and without --dry-run, --json or --export) it asks before applying;
+only "y" applies, and anything else or Ctrl-C cancels (exit 6). --export FILE
+writes the plan for review and never applies it: apply the file later with
+--from-file FILE --execute.
 
 Each consumer is moved in place with the server's consumer reset API where
 the server and the consumer's deliver policy allow it, else deleted and
@@ -95,6 +97,9 @@ func (c *ConsumerResetCmd) Validate() error {
 	}
 	if c.Execute && c.DryRun {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--execute and --dry-run cannot be used together")
+	}
+	if c.Export != "" && c.Execute {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--export writes a plan for review and never applies it: drop --execute, then apply the file with --from-file FILE --execute")
 	}
 	return nil
 }
@@ -174,7 +179,7 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	if err := plan.Err(); err != nil {
-		_ = printResetPlan(p, plan)
+		_ = printResetPlan(p, plan, "")
 		return err
 	}
 	if c.Export != "" {
@@ -182,32 +187,20 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 			return err
 		}
 	}
-	apply := c.Execute
-	if !apply && !c.DryRun && env.IsTerminal && !p.JSON && len(plan.Changes) > 0 {
-		if err := printResetPlan(p, plan); err != nil {
-			return err
-		}
-		if !confirm(env, fmt.Sprintf("Apply these %d changes? [y/N] ", len(plan.Changes))) {
-			return jsutil.Errorf(jsutil.ErrCancelled, "reset consumers on %q: not confirmed; nothing changed", plan.Stream)
-		}
-		apply = true
-	}
-	if !apply {
-		return printResetPlan(p, plan)
+	apply, err := askApply(ctx, env, p, applyRequest{
+		Execute: c.Execute, DryRun: c.DryRun, Export: c.Export, Changes: len(plan.Changes),
+		Action: fmt.Sprintf("reset consumers on %q", plan.Stream),
+		Print:  func(note string) error { return printResetPlan(p, plan, note) },
+		Resume: "jsctl consumer reset --from-file " + quoteArgs([]string{c.Export}) + " --execute",
+	})
+	if err != nil || !apply {
+		return err
 	}
 	execErr := reset.Execute(ctx, cl.JS, plan, opts)
-	if err := printResetPlan(p, plan); err != nil {
+	if err := printResetPlan(p, plan, ""); err != nil {
 		return err
 	}
 	return execErr
-}
-
-// confirm asks a yes/no question on the terminal; only y or yes is yes.
-func confirm(env *Env, question string) bool {
-	fmt.Fprint(env.Stderr, question)
-	line, _ := bufio.NewReader(env.Stdin).ReadString('\n')
-	a := strings.ToLower(strings.TrimSpace(line))
-	return a == "y" || a == "yes"
 }
 
 func writePlan(path string, plan *reset.Plan) error {
@@ -221,7 +214,9 @@ func writePlan(path string, plan *reset.Plan) error {
 	return nil
 }
 
-func printResetPlan(p *Printer, plan *reset.Plan) error {
+// printResetPlan prints the plan (or its outcome, once executed) followed
+// by note, if any.
+func printResetPlan(p *Printer, plan *reset.Plan, note string) error {
 	if p.JSON {
 		return p.PrintJSON(plan)
 	}
@@ -229,6 +224,11 @@ func printResetPlan(p *Printer, plan *reset.Plan) error {
 		p.Printf("No consumers on stream %s.\n", plan.Stream)
 		return nil
 	}
+	defer func() {
+		if note != "" {
+			p.Printf("%s\n", note)
+		}
+	}()
 	headers := []string{"CONSUMER", "METHOD", "DELIVERED", "ACK FLOOR", "TO", "TO TIME", "REDELIVER", "SKIP", "ACK RECORDS", "STATUS"}
 	var rows [][]string
 	for _, c := range plan.Changes {
@@ -265,9 +265,6 @@ func printResetPlan(p *Printer, plan *reset.Plan) error {
 	}
 	if len(plan.Skipped) > 0 {
 		p.Printf("Skipped ephemeral consumers: %s\n", strings.Join(plan.Skipped, ", "))
-	}
-	if !plan.Executed {
-		p.Printf("Dry run: nothing changed. Pass --execute to apply.\n")
 	}
 	return nil
 }

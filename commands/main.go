@@ -136,8 +136,3 @@ func relativeTimeArgs(args []string) []string {
 	}
 	return out
 }
-
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
