@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -17,15 +18,15 @@ type ConsumerResetCmd struct {
 	Stream    string   `arg:"" optional:"" predictor:"stream" help:"Stream of the consumers (not with --from-file)."`
 	Consumers []string `arg:"" optional:"" predictor:"consumer" help:"Consumers to move (or --all)."`
 
-	ToTime     string `name:"to-time" placeholder:"TIME" predictor:"time" help:"Target: the message at TIME (see --mode; any form listed under Times in jsctl --help)."`
-	Mode       string `name:"mode" enum:"after,before,nearest" default:"after" predictor:"enum" help:"With --to-time: first message at or after it, last at or before it, or nearest (${enum})."`
-	ByDuration string `name:"by-duration" placeholder:"DURATION" help:"Target: the first message at or after now minus DURATION (90m, 2h, 1d12h)."`
-	ToSeq      uint64 `name:"to-seq" placeholder:"N" help:"Target: stream sequence N."`
-	ShiftBy    string `name:"shift-by" placeholder:"±N" help:"Target: N sequences after (+N) or before (-N) the next unacknowledged sequence; write --shift-by=-N."`
-	ToEarliest bool   `name:"to-earliest" help:"Target: the stream's first message."`
-	ToLatest   bool   `name:"to-latest" help:"Target: after the stream's last message (only new messages)."`
-	ToAckFloor bool   `name:"to-ack-floor" help:"Target: the first unacknowledged message (redeliver everything not acknowledged)."`
-	ToPrevious bool   `name:"to-previous" help:"Target: undo the consumer's last recorded reset."`
+	ToTime     string  `name:"to-time" placeholder:"TIME" predictor:"time" help:"Target: the message at TIME (see --mode; any form listed under Times in jsctl --help)."`
+	Mode       string  `name:"mode" enum:"after,before,nearest" default:"after" predictor:"enum" help:"With --to-time: first message at or after it, last at or before it, or nearest (${enum})."`
+	ByDuration string  `name:"by-duration" placeholder:"DURATION" help:"Target: the first message at or after now minus DURATION (90m, 2h, 1d12h)."`
+	ToSeq      *uint64 `name:"to-seq" placeholder:"N" help:"Target: stream sequence N (sequences start at 1)."`
+	ShiftBy    string  `name:"shift-by" placeholder:"±N" help:"Target: N sequences after (+N) or before (-N) the next unacknowledged sequence; write --shift-by=-N."`
+	ToEarliest bool    `name:"to-earliest" help:"Target: the stream's first message."`
+	ToLatest   bool    `name:"to-latest" help:"Target: after the stream's last message (only new messages)."`
+	ToAckFloor bool    `name:"to-ack-floor" help:"Target: the first unacknowledged message (redeliver everything not acknowledged)."`
+	ToPrevious bool    `name:"to-previous" help:"Target: undo the consumer's last recorded reset."`
 
 	All        bool   `name:"all" help:"Move every consumer of the stream."`
 	Execute    bool   `name:"execute" help:"Apply the plan (without it the plan is only printed)."`
@@ -72,7 +73,7 @@ Examples:
 // Validate checks the flag combinations.
 func (c *ConsumerResetCmd) Validate() error {
 	n := 0
-	for _, set := range []bool{c.ToTime != "", c.ByDuration != "", c.ToSeq != 0, c.ShiftBy != "", c.ToEarliest, c.ToLatest, c.ToAckFloor, c.ToPrevious} {
+	for _, set := range []bool{c.ToTime != "", c.ByDuration != "", c.ToSeq != nil, c.ShiftBy != "", c.ToEarliest, c.ToLatest, c.ToAckFloor, c.ToPrevious} {
 		if set {
 			n++
 		}
@@ -88,6 +89,9 @@ func (c *ConsumerResetCmd) Validate() error {
 	}
 	if c.Stream == "" {
 		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream (or pass --from-file)")
+	}
+	if c.ToSeq != nil && *c.ToSeq == 0 {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--to-seq 0: stream sequences start at 1 (use --to-earliest for the stream's first message)")
 	}
 	if n != 1 {
 		return jsutil.Errorf(jsutil.ErrBadInput, "give exactly one target: --to-time, --by-duration, --to-seq, --shift-by, --to-earliest, --to-latest, --to-ack-floor or --to-previous")
@@ -118,8 +122,8 @@ func (c *ConsumerResetCmd) target(env *Env) (reset.Target, error) {
 			return reset.Target{}, err
 		}
 		return reset.Target{Kind: reset.ByDuration, Duration: d}, nil
-	case c.ToSeq != 0:
-		return reset.Target{Kind: reset.ToSeq, Seq: c.ToSeq}, nil
+	case c.ToSeq != nil:
+		return reset.Target{Kind: reset.ToSeq, Seq: *c.ToSeq}, nil
 	case c.ShiftBy != "":
 		n, err := strconv.ParseInt(strings.TrimSpace(c.ShiftBy), 10, 64)
 		if err != nil {
@@ -155,9 +159,9 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 	var saved *reset.Plan
 	var target reset.Target
 	if c.FromFile != "" {
-		data, err := os.ReadFile(c.FromFile)
+		data, err := readPlanFile(c.FromFile)
 		if err != nil {
-			return jsutil.Errorf(jsutil.ErrBadInput, "read plan file %q: %w", c.FromFile, err)
+			return err
 		}
 		if saved, err = reset.ReadPlan(data); err != nil {
 			return jsutil.Errorf(jsutil.ErrBadInput, "plan file %q: %w", c.FromFile, err)
@@ -201,6 +205,28 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	return execErr
+}
+
+// maxPlanBytes bounds a plan file read by --from-file: a plan for a
+// thousand consumers is well under 1 MiB, and a file that never ends
+// (/dev/zero, a pipe) must not be read until memory runs out.
+const maxPlanBytes = 8 << 20
+
+// readPlanFile reads a plan saved with --export, at most maxPlanBytes.
+func readPlanFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan file %q: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPlanBytes+1))
+	if err != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan file %q: %w", path, err)
+	}
+	if len(data) > maxPlanBytes {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "plan file %q is larger than %d MiB: it is not a plan written by --export", path, maxPlanBytes>>20)
+	}
+	return data, nil
 }
 
 func writePlan(path string, plan *reset.Plan) error {

@@ -266,7 +266,7 @@ func (d *demo) run(args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	kctx, err := parser.Parse(relativeTimeArgs(args))
+	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
 	if err != nil {
 		return "", fmt.Errorf("demo: %w", err)
 	}

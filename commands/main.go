@@ -51,13 +51,17 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			panic(r)
 		}
 	}()
-	kctx, err := parser.Parse(relativeTimeArgs(args))
+	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
 	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
 			fmt.Fprintf(stderr, "run \"%s --help\" for usage\n", strings.TrimSpace("jsctl "+commandPath(pe.Context)))
 		}
+		return ExitUsage
+	}
+	if err := checkArgs(kctx); err != nil {
+		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
 		return ExitUsage
 	}
 	kctx.BindTo(ctx, (*context.Context)(nil))
@@ -121,18 +125,47 @@ var relativeDuration = regexp.MustCompile(`^-(\d+(\.\d+)?(ns|us|µs|ms|s|m|h|d))
 
 // relativeTimeArgs rewrites arguments like "-90m" to "now-90m", which the
 // time parser reads the same way, so the command-line parser does not take
-// them for short flags. Arguments after "--" are left alone.
-func relativeTimeArgs(args []string) []string {
+// them for short flags. The value of a flag that is not a time (a duration
+// such as --idle -1s, a number) is left alone, so its own check can say what
+// is wrong with it. Arguments after "--" are left alone.
+func relativeTimeArgs(model *kong.Application, args []string) []string {
+	nonTime := nonTimeValueFlags(model)
 	out := make([]string, len(args))
 	for i, a := range args {
 		if a == "--" {
 			copy(out[i:], args[i:])
 			break
 		}
-		if relativeDuration.MatchString(a) {
+		if relativeDuration.MatchString(a) && (i == 0 || !nonTime[args[i-1]]) {
 			a = "now" + a
 		}
 		out[i] = a
 	}
+	return out
+}
+
+// nonTimeValueFlags returns, as typed on a command line ("--idle", "-s"),
+// the flags of every command that take a value that is not a time.
+func nonTimeValueFlags(model *kong.Application) map[string]bool {
+	out := map[string]bool{}
+	if model == nil {
+		return out
+	}
+	var walk func(n *kong.Node)
+	walk = func(n *kong.Node) {
+		for _, f := range n.Flags {
+			if f.IsBool() || f.IsCounter() || predictorOf(f.Value) == predictTime {
+				continue
+			}
+			out["--"+f.Name] = true
+			if f.Short != 0 {
+				out["-"+string(f.Short)] = true
+			}
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(model.Node)
 	return out
 }

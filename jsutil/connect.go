@@ -101,11 +101,6 @@ func (c *Client) Explain(err error) error {
 	if !errors.Is(err, ErrConnection) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 		return err
 	}
-	what := strings.TrimPrefix(denied.Error(), nats.ErrPermissionViolation.Error()+": ")
-	what = strings.TrimPrefix(what, "Permissions Violation for ")
-	if what != "" {
-		what = strings.ToLower(what[:1]) + what[1:]
-	}
 	msg := err.Error()
 	for _, suffix := range []string{": " + noAnswerText, ": " + context.DeadlineExceeded.Error(), ": " + nats.ErrTimeout.Error()} {
 		if strings.HasSuffix(msg, suffix) {
@@ -113,7 +108,11 @@ func (c *Client) Explain(err error) error {
 			break
 		}
 	}
-	return Classify(ErrPermission, &explainedErr{msg: msg + ": permission denied (" + what + ")", err: err})
+	subject := DeniedSubject(denied)
+	if subject == "" {
+		return Classify(ErrPermission, &explainedErr{msg: msg + ": permission denied (" + denied.Error() + ")", err: err})
+	}
+	return Classify(ErrPermission, &explainedErr{msg: msg + ": " + DeniedError(subject).Error(), err: err})
 }
 
 // noAnswerText is how Wrap words a request that timed out.

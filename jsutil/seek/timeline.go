@@ -8,6 +8,7 @@ import (
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 // Counting methods of a timeline, from cheapest to most general.
@@ -27,6 +28,12 @@ const (
 	// requests per boundary.
 	CountByConsumer = "consumer"
 )
+
+// TempConsumerInactive is the inactive threshold of the counting
+// consumers a timeline creates (named with jsutil.TempConsumerPrefix): each
+// is deleted at once, and one left behind by a killed jsctl is removed by
+// the server after these few seconds.
+const TempConsumerInactive = 5 * time.Second
 
 // TimelineOptions tune Timeline.
 type TimelineOptions struct {
@@ -172,6 +179,7 @@ func countFrom(ctx context.Context, js jetstream.JetStream, g *apiGetter, st str
 		return g.directPending(ctx, pos, subject)
 	}
 	c, err := js.CreateConsumer(ctx, g.name, jetstream.ConsumerConfig{
+		Name:              jsutil.TempConsumerPrefix + nuid.Next(),
 		Description:       "jsctl stream timeline (temporary)",
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       pos,
@@ -179,7 +187,7 @@ func countFrom(ctx context.Context, js jetstream.JetStream, g *apiGetter, st str
 		AckPolicy:         jetstream.AckNonePolicy,
 		MemoryStorage:     true,
 		Replicas:          1,
-		InactiveThreshold: time.Minute,
+		InactiveThreshold: TempConsumerInactive,
 	})
 	if err != nil {
 		return 0, jsutil.Wrap(err, "count messages of stream %q from sequence %d", g.name, pos)
