@@ -38,6 +38,9 @@ type Env struct {
 	Stdin   io.Reader
 	// IsTerminal reports whether stdin and stdout are an interactive terminal.
 	IsTerminal bool
+	// StderrIsTerminal reports whether stderr is one (progress is drawn
+	// only then).
+	StderrIsTerminal bool
 	// Now is the clock (time.Now outside tests).
 	Now func() time.Time
 

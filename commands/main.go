@@ -35,7 +35,7 @@ type exitRequest struct{ code int }
 // Run runs jsctl with explicit streams; Main is Run on the process's own.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) (code int) {
 	cli := &CLI{}
-	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, Now: time.Now}
+	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(stderr), Now: time.Now}
 	defer env.Close()
 	parser, err := newParser(cli, env, stdout, stderr)
 	if err != nil {
