@@ -23,9 +23,14 @@ import (
 // Main runs jsctl with args (without the program name) on the process's
 // standard streams and returns the exit code.
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	context.AfterFunc(ctx, stop) // after the first signal, a second one kills at once
+	// A closed pipe on stdout (jsctl ... | head) makes writes fail with
+	// EPIPE instead of killing the process, so commands stop and clean up
+	// (the demo's store, an embedded server). A handler installed with
+	// Notify, unlike an ignored signal, is reset for child processes.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stdin) && isTerminal(os.Stdout))
 }
 
