@@ -42,10 +42,10 @@ func (c *completer) connect() *jsutil.Client {
 	}
 	c.tried = true
 	c.serverCx, c.cancel = context.WithTimeout(c.ctx, completeServerBudget)
-	opts := c.env.ConnectOptions()
-	if opts.Embedded != "" {
+	if c.env.Globals.Embedded != "" {
 		return nil
 	}
+	opts := c.env.ConnectOptions()
 	opts.Timeout = completeServerBudget
 	opts.Name = "jsctl-completion"
 	cl, err := jsutil.Connect(c.serverCx, opts)

@@ -40,8 +40,9 @@ ack record per message in a JetStream KV bucket, so a redelivered message
 
 CMD gets the payload on stdin and, in its environment: JSCTL_STREAM, JSCTL_CONSUMER,
 JSCTL_SEQ, JSCTL_SUBJECT, JSCTL_TIME (RFC 3339, UTC), JSCTL_KEY (the dedup key,
-escaped: printable characters as they are, a backslash as \\, every other byte as
-\xHH), JSCTL_KEY_B64 (the key's raw bytes in base64), JSCTL_FENCE (the claim's
+escaped: printable characters as they are, a backslash as \\, newline, tab and
+return as \n, \t, \r, other control characters as \uXXXX, bytes that are not
+UTF-8 as \xHH), JSCTL_KEY_B64 (the key's raw bytes in base64), JSCTL_FENCE (the claim's
 revision: a fencing token that grows with every claim), JSCTL_DELIVERIES and
 JSCTL_SCOPE. Message content never goes into the command line. Exit 0 marks the
 message done; any other status releases it for redelivery after --retry-delay,
@@ -303,12 +304,4 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
-}
-
-// plural says "1 change", "2 changes".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -1,10 +1,10 @@
 package commands
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -18,15 +18,15 @@ type ConsumerResetCmd struct {
 	Stream    string   `arg:"" optional:"" predictor:"stream" help:"Stream of the consumers (not with --from-file)."`
 	Consumers []string `arg:"" optional:"" predictor:"consumer" help:"Consumers to move (or --all)."`
 
-	ToTime     string `name:"to-time" placeholder:"TIME" predictor:"time" help:"Target: the message at TIME (see --mode; any form listed under Times in jsctl --help)."`
-	Mode       string `name:"mode" enum:"after,before,nearest" default:"after" predictor:"enum" help:"With --to-time: first message at or after it, last at or before it, or nearest (${enum})."`
-	ByDuration string `name:"by-duration" placeholder:"DURATION" help:"Target: the first message at or after now minus DURATION (90m, 2h, 1d12h)."`
-	ToSeq      uint64 `name:"to-seq" placeholder:"N" help:"Target: stream sequence N."`
-	ShiftBy    string `name:"shift-by" placeholder:"±N" help:"Target: N sequences after (+N) or before (-N) the next unacknowledged sequence; write --shift-by=-N."`
-	ToEarliest bool   `name:"to-earliest" help:"Target: the stream's first message."`
-	ToLatest   bool   `name:"to-latest" help:"Target: after the stream's last message (only new messages)."`
-	ToAckFloor bool   `name:"to-ack-floor" help:"Target: the first unacknowledged message (redeliver everything not acknowledged)."`
-	ToPrevious bool   `name:"to-previous" help:"Target: undo the consumer's last recorded reset."`
+	ToTime     string  `name:"to-time" placeholder:"TIME" predictor:"time" help:"Target: the message at TIME (see --mode; any form listed under Times in jsctl --help)."`
+	Mode       string  `name:"mode" enum:"after,before,nearest" default:"after" predictor:"enum" help:"With --to-time: first message at or after it, last at or before it, or nearest (${enum})."`
+	ByDuration string  `name:"by-duration" placeholder:"DURATION" help:"Target: the first message at or after now minus DURATION (90m, 2h, 1d12h)."`
+	ToSeq      *uint64 `name:"to-seq" placeholder:"N" help:"Target: stream sequence N (sequences start at 1)."`
+	ShiftBy    string  `name:"shift-by" placeholder:"±N" help:"Target: N sequences after (+N) or before (-N) the next unacknowledged sequence; write --shift-by=-N."`
+	ToEarliest bool    `name:"to-earliest" help:"Target: the stream's first message."`
+	ToLatest   bool    `name:"to-latest" help:"Target: after the stream's last message (only new messages)."`
+	ToAckFloor bool    `name:"to-ack-floor" help:"Target: the first unacknowledged message (redeliver everything not acknowledged)."`
+	ToPrevious bool    `name:"to-previous" help:"Target: undo the consumer's last recorded reset."`
 
 	All        bool   `name:"all" help:"Move every consumer of the stream."`
 	Execute    bool   `name:"execute" help:"Apply the plan (without it the plan is only printed)."`
@@ -43,8 +43,11 @@ type ConsumerResetCmd struct {
 // Help is the long help of consumer reset.
 func (ConsumerResetCmd) Help() string {
 	return `Moves durable consumers of a stream to a time or sequence. Without --execute
-it prints the plan and changes nothing. At a terminal without --execute or
---dry-run it asks before applying.
+it prints the plan and changes nothing. Only when stdin and stdout are both a
+terminal (and without --dry-run, --json or --export) it asks before applying;
+only "y" applies, and anything else or Ctrl-C cancels (exit 6). --export FILE
+writes the plan for review and never applies it: apply the file later with
+--from-file FILE --execute.
 
 Each consumer is moved in place with the server's consumer reset API where
 the server and the consumer's deliver policy allow it, else deleted and
@@ -70,7 +73,7 @@ Examples:
 // Validate checks the flag combinations.
 func (c *ConsumerResetCmd) Validate() error {
 	n := 0
-	for _, set := range []bool{c.ToTime != "", c.ByDuration != "", c.ToSeq != 0, c.ShiftBy != "", c.ToEarliest, c.ToLatest, c.ToAckFloor, c.ToPrevious} {
+	for _, set := range []bool{c.ToTime != "", c.ByDuration != "", c.ToSeq != nil, c.ShiftBy != "", c.ToEarliest, c.ToLatest, c.ToAckFloor, c.ToPrevious} {
 		if set {
 			n++
 		}
@@ -87,6 +90,9 @@ func (c *ConsumerResetCmd) Validate() error {
 	if c.Stream == "" {
 		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream (or pass --from-file)")
 	}
+	if c.ToSeq != nil && *c.ToSeq == 0 {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--to-seq 0: stream sequences start at 1 (use --to-earliest for the stream's first message)")
+	}
 	if n != 1 {
 		return jsutil.Errorf(jsutil.ErrBadInput, "give exactly one target: --to-time, --by-duration, --to-seq, --shift-by, --to-earliest, --to-latest, --to-ack-floor or --to-previous")
 	}
@@ -95,6 +101,9 @@ func (c *ConsumerResetCmd) Validate() error {
 	}
 	if c.Execute && c.DryRun {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--execute and --dry-run cannot be used together")
+	}
+	if c.Export != "" && c.Execute {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--export writes a plan for review and never applies it: drop --execute, then apply the file with --from-file FILE --execute")
 	}
 	return nil
 }
@@ -113,8 +122,8 @@ func (c *ConsumerResetCmd) target(env *Env) (reset.Target, error) {
 			return reset.Target{}, err
 		}
 		return reset.Target{Kind: reset.ByDuration, Duration: d}, nil
-	case c.ToSeq != 0:
-		return reset.Target{Kind: reset.ToSeq, Seq: c.ToSeq}, nil
+	case c.ToSeq != nil:
+		return reset.Target{Kind: reset.ToSeq, Seq: *c.ToSeq}, nil
 	case c.ShiftBy != "":
 		n, err := strconv.ParseInt(strings.TrimSpace(c.ShiftBy), 10, 64)
 		if err != nil {
@@ -150,9 +159,9 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 	var saved *reset.Plan
 	var target reset.Target
 	if c.FromFile != "" {
-		data, err := os.ReadFile(c.FromFile)
+		data, err := readPlanFile(c.FromFile)
 		if err != nil {
-			return jsutil.Errorf(jsutil.ErrBadInput, "read plan file %q: %w", c.FromFile, err)
+			return err
 		}
 		if saved, err = reset.ReadPlan(data); err != nil {
 			return jsutil.Errorf(jsutil.ErrBadInput, "plan file %q: %w", c.FromFile, err)
@@ -174,7 +183,7 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	if err := plan.Err(); err != nil {
-		_ = printResetPlan(p, plan)
+		_ = printResetPlan(p, plan, "")
 		return err
 	}
 	if c.Export != "" {
@@ -182,32 +191,42 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 			return err
 		}
 	}
-	apply := c.Execute
-	if !apply && !c.DryRun && env.IsTerminal && !p.JSON && len(plan.Changes) > 0 {
-		if err := printResetPlan(p, plan); err != nil {
-			return err
-		}
-		if !confirm(env, fmt.Sprintf("Apply these %d changes? [y/N] ", len(plan.Changes))) {
-			return jsutil.Errorf(jsutil.ErrCancelled, "reset consumers on %q: not confirmed; nothing changed", plan.Stream)
-		}
-		apply = true
-	}
-	if !apply {
-		return printResetPlan(p, plan)
+	apply, err := askApply(ctx, env, p, applyRequest{
+		Execute: c.Execute, DryRun: c.DryRun, Export: c.Export, Changes: len(plan.Changes),
+		Action: fmt.Sprintf("reset consumers on %q", plan.Stream),
+		Print:  func(note string) error { return printResetPlan(p, plan, note) },
+		Resume: "jsctl consumer reset --from-file " + quoteArgs([]string{c.Export}) + " --execute",
+	})
+	if err != nil || !apply {
+		return err
 	}
 	execErr := reset.Execute(ctx, cl.JS, plan, opts)
-	if err := printResetPlan(p, plan); err != nil {
+	if err := printResetPlan(p, plan, ""); err != nil {
 		return err
 	}
 	return execErr
 }
 
-// confirm asks a yes/no question on the terminal; only y or yes is yes.
-func confirm(env *Env, question string) bool {
-	fmt.Fprint(env.Stderr, question)
-	line, _ := bufio.NewReader(env.Stdin).ReadString('\n')
-	a := strings.ToLower(strings.TrimSpace(line))
-	return a == "y" || a == "yes"
+// maxPlanBytes bounds a plan file read by --from-file: a plan for a
+// thousand consumers is well under 1 MiB, and a file that never ends
+// (/dev/zero, a pipe) must not be read until memory runs out.
+const maxPlanBytes = 8 << 20
+
+// readPlanFile reads a plan saved with --export, at most maxPlanBytes.
+func readPlanFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan file %q: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPlanBytes+1))
+	if err != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan file %q: %w", path, err)
+	}
+	if len(data) > maxPlanBytes {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "plan file %q is larger than %d MiB: it is not a plan written by --export", path, maxPlanBytes>>20)
+	}
+	return data, nil
 }
 
 func writePlan(path string, plan *reset.Plan) error {
@@ -221,7 +240,9 @@ func writePlan(path string, plan *reset.Plan) error {
 	return nil
 }
 
-func printResetPlan(p *Printer, plan *reset.Plan) error {
+// printResetPlan prints the plan (or its outcome, once executed) followed
+// by note, if any.
+func printResetPlan(p *Printer, plan *reset.Plan, note string) error {
 	if p.JSON {
 		return p.PrintJSON(plan)
 	}
@@ -229,6 +250,11 @@ func printResetPlan(p *Printer, plan *reset.Plan) error {
 		p.Printf("No consumers on stream %s.\n", plan.Stream)
 		return nil
 	}
+	defer func() {
+		if note != "" {
+			p.Printf("%s\n", note)
+		}
+	}()
 	headers := []string{"CONSUMER", "METHOD", "DELIVERED", "ACK FLOOR", "TO", "TO TIME", "REDELIVER", "SKIP", "ACK RECORDS", "STATUS"}
 	var rows [][]string
 	for _, c := range plan.Changes {
@@ -265,9 +291,6 @@ func printResetPlan(p *Printer, plan *reset.Plan) error {
 	}
 	if len(plan.Skipped) > 0 {
 		p.Printf("Skipped ephemeral consumers: %s\n", strings.Join(plan.Skipped, ", "))
-	}
-	if !plan.Executed {
-		p.Printf("Dry run: nothing changed. Pass --execute to apply.\n")
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func TestConsumerResetConfirm(t *testing.T) {
 	}
 
 	code, _, stderr := run("n\n", true, "--to-seq", "3")
-	if code != commands.ExitCancelled || !strings.Contains(stderr, "Apply these 1 changes? [y/N]") ||
+	if code != commands.ExitCancelled || !strings.Contains(stderr, "Apply this 1 change? [y/N]") ||
 		!strings.Contains(stderr, `reset consumers on "ORDERS": not confirmed; nothing changed`) || delivered() != 0 {
 		t.Fatalf("declined: code %d, stderr %q, delivered %d", code, stderr, delivered())
 	}

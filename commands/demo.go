@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/embedded"
 	"github.com/jsctl/jsctl/jsutil/seek"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,15 +30,19 @@ func (DemoCmd) Help() string {
 	return `Starts an in-process JetStream server over a temporary store, publishes a short
 stream of orders, then runs the real jsctl commands against it:
 
-  1. consume: process every order once (ack records in a KV bucket);
-  2. seek: find the exact sequence for a time in the middle, with its neighbours;
-  3. consumer reset: plan, execute and verify a rewind of the consumer to that time;
-  4. consume again: the replay runs no handler (every message is a duplicate);
-  5. consumer reset --forget-acks and consume: exactly the forgotten range runs again.
+  1. publish the orders and create the durable consumer "billing";
+  2. consume: process every order once (ack records in a KV bucket);
+  3. seek: find the exact sequence for a time in the middle, with its neighbours;
+  4. consumer reset: plan a rewind of the consumer to that time;
+  5. consumer reset --execute: apply it, verify it and record it in history;
+  6. consume again: the replay runs no handler (every message is a duplicate);
+  7. consumer reset --forget-acks and consume: exactly the forgotten range runs again.
 
 Each step checks what it claims and the demo fails (exit 1) if a check does not
-hold. Nothing is left behind unless --keep is given. Global flags such as --tz
-apply; connection flags are ignored (the demo has its own server).
+hold. Nothing is left behind unless --keep is given, whatever way the demo ends
+(an error, Ctrl-C, a closed pipe such as "jsctl demo | head"). The output is
+for people: --json is refused. Global flags such as --tz and --sync apply;
+connection flags are ignored (the demo has its own server).
 
 Examples:
   jsctl demo
@@ -61,38 +66,85 @@ type demo struct {
 	env    *Env
 	client *jsutil.Client
 	out    io.Writer
+	w      *demoWriter
 	step   int
+}
+
+// written returns the error of the first write that failed, if any.
+func (d *demo) written() error {
+	if d.w != nil && d.w.err != nil {
+		return fmt.Errorf("demo: write the output: %w; stopped, and nothing is left behind", d.w.err)
+	}
+	return nil
+}
+
+// demoWriter remembers the first failed write, so the demo stops (and
+// cleans up) when nobody reads its output any more.
+type demoWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (d *demoWriter) Write(p []byte) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	n, err := d.w.Write(p)
+	if err != nil {
+		d.err = err
+	}
+	return n, err
 }
 
 // Run runs the demo.
 func (c *DemoCmd) Run(ctx context.Context, env *Env) (err error) {
+	if env.Globals.JSON {
+		return jsutil.Errorf(jsutil.ErrBadInput, "demo prints a walk-through for people and has no --json form; run it without --json")
+	}
 	start := time.Now()
 	dir, err := os.MkdirTemp("", "jsctl-demo-")
 	if err != nil {
 		return fmt.Errorf("demo: create a store directory: %w", err)
 	}
-	client, err := jsutil.Connect(ctx, jsutil.ConnectOptions{Embedded: dir, Timeout: 10 * time.Second, Name: "jsctl demo"})
+	sync, err := env.SyncPolicy()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return err
+	}
+	srv, err := embedded.Start(embedded.Options{StoreDir: dir, Sync: sync})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return fmt.Errorf("demo: start the embedded server: %w", err)
 	}
+	client, err := jsutil.Connect(ctx, jsutil.ConnectOptions{InProcess: srv, InProcessName: "the demo's embedded server", Timeout: 10 * time.Second, Name: "jsctl demo"})
+	if err != nil {
+		srv.Shutdown()
+		_ = os.RemoveAll(dir)
+		return fmt.Errorf("demo: connect to the embedded server: %w", err)
+	}
 	defer func() {
 		client.Close()
+		srv.Shutdown()
 		if c.Keep {
-			fmt.Fprintf(env.Stdout, "\nThe store is kept in %s (jsctl --embedded %s ...).\n", dir, dir)
 			return
 		}
 		if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
 			err = fmt.Errorf("demo: remove the store %s: %w", dir, rerr)
 		}
 	}()
-	d := &demo{ctx: ctx, env: env, client: client, out: env.Stdout}
+	w := &demoWriter{w: env.Stdout}
+	d := &demo{ctx: ctx, env: env, client: client, out: w, w: w}
 	fmt.Fprintf(d.out, "jsctl demo: the three jobs of jsctl on a throw-away embedded JetStream server.\n")
 	if err := c.steps(d); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "\nAll checks held. The demo took %s; its server and store are gone.\n", time.Since(start).Round(time.Millisecond))
-	return nil
+	took := time.Since(start).Round(time.Millisecond)
+	if c.Keep {
+		fmt.Fprintf(d.out, "\nAll checks held. The demo took %s; its server is stopped and its store is kept in %s\n(look at it with: jsctl --embedded %s consumer ls ORDERS).\n", took, dir, quoteArgs([]string{dir}))
+	} else {
+		fmt.Fprintf(d.out, "\nAll checks held. The demo took %s; its server and store are gone.\n", took)
+	}
+	return d.written()
 }
 
 func (c *DemoCmd) steps(d *demo) error {
@@ -243,6 +295,9 @@ func (d *demo) nextDelivery(seq uint64) error {
 // the command line and its standard output; it returns its standard error.
 func (d *demo) run(args ...string) (string, error) {
 	fmt.Fprintf(d.out, "\n$ jsctl %s\n", quoteArgs(args))
+	if err := d.written(); err != nil {
+		return "", err
+	}
 	if d.env.Globals.TZ != "" {
 		args = append(args, "--tz", d.env.Globals.TZ)
 	}
@@ -253,7 +308,7 @@ func (d *demo) run(args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	kctx, err := parser.Parse(relativeTimeArgs(args))
+	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
 	if err != nil {
 		return "", fmt.Errorf("demo: %w", err)
 	}
@@ -279,7 +334,7 @@ func (d *demo) proved(ok bool, format string, args ...any) error {
 		return fmt.Errorf("demo: step %d: expected that %s, but it did not hold", d.step, claim)
 	}
 	fmt.Fprintf(d.out, "  proved: %s.\n", claim)
-	return nil
+	return d.written()
 }
 
 func (d *demo) time(t time.Time) string {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/embedded"
 )
 
 // Globals are the flags every command accepts.
@@ -22,7 +23,8 @@ type Globals struct {
 	TLSCA    string        `name:"tlsca" env:"NATS_CA" placeholder:"FILE" help:"TLS certificate authority."`
 	Timeout  time.Duration `name:"timeout" env:"NATS_TIMEOUT" default:"5s" help:"Time to wait for the server to connect and to answer each request."`
 	JSDomain string        `name:"js-domain" env:"NATS_JS_DOMAIN" placeholder:"DOMAIN" help:"JetStream domain."`
-	Embedded string        `name:"embedded" env:"JSCTL_EMBEDDED" placeholder:"DIR" help:"Run against an in-process JetStream server over store directory DIR."`
+	Embedded string        `name:"embedded" env:"JSCTL_EMBEDDED" placeholder:"DIR" help:"Run against an in-process JetStream server over store directory DIR (relative to the working directory; created if missing)."`
+	Sync     string        `name:"sync" env:"JSCTL_SYNC" default:"always" placeholder:"always|DURATION" help:"fsync policy of a server jsctl runs (--embedded, serve, demo): always (every write is on disk before it is acknowledged) or a DURATION between background syncs."`
 	JSON     bool          `short:"j" name:"json" help:"Print JSON for scripts."`
 	TZ       string        `name:"tz" env:"JSCTL_TZ" placeholder:"ZONE" help:"Time zone for reading and printing times (IANA name, UTC or Local; default local)."`
 }
@@ -36,11 +38,15 @@ type Env struct {
 	Stdin   io.Reader
 	// IsTerminal reports whether stdin and stdout are an interactive terminal.
 	IsTerminal bool
+	// StderrIsTerminal reports whether stderr is one (progress is drawn
+	// only then).
+	StderrIsTerminal bool
 	// Now is the clock (time.Now outside tests).
 	Now func() time.Time
 
-	loc    *time.Location
-	client *jsutil.Client
+	loc      *time.Location
+	client   *jsutil.Client
+	embedded *embedded.Server
 	// stopsOnSignal is set by commands for which SIGINT/SIGTERM is a normal
 	// way to stop (consume): their own error, if any, keeps its exit code.
 	stopsOnSignal bool
@@ -75,28 +81,53 @@ func (e *Env) ConnectOptions() jsutil.ConnectOptions {
 		URL: g.Server, Context: g.Context, Creds: g.Creds, NKey: g.NKey,
 		User: g.User, Password: g.Password, Token: g.Token,
 		TLSCert: g.TLSCert, TLSKey: g.TLSKey, TLSCA: g.TLSCA,
-		Timeout: g.Timeout, JSDomain: g.JSDomain, Embedded: g.Embedded,
+		Timeout: g.Timeout, JSDomain: g.JSDomain,
 	}
 }
 
+// SyncPolicy is the fsync policy of --sync for servers jsctl runs.
+func (e *Env) SyncPolicy() (embedded.Sync, error) {
+	return embedded.ParseSync(e.Globals.Sync)
+}
+
 // Client connects on first use and returns the same connection afterwards.
+// With --embedded it first starts the in-process server over the store.
 func (e *Env) Client(ctx context.Context) (*jsutil.Client, error) {
 	if e.client != nil {
 		return e.client, nil
 	}
-	c, err := jsutil.Connect(ctx, e.ConnectOptions())
+	opts := e.ConnectOptions()
+	if e.Globals.Embedded != "" {
+		sync, err := e.SyncPolicy()
+		if err != nil {
+			return nil, err
+		}
+		srv, err := embedded.Start(embedded.Options{StoreDir: e.Globals.Embedded, Sync: sync})
+		if err != nil {
+			return nil, err
+		}
+		e.embedded = srv
+		opts.InProcess, opts.InProcessName = srv, "the embedded server over "+srv.Dir
+	}
+	c, err := jsutil.Connect(ctx, opts)
 	if err != nil {
+		e.Close()
 		return nil, err
 	}
 	e.client = c
 	return c, nil
 }
 
-// Close closes the connection, if one was opened.
+// Close closes the connection, if one was opened, then stops the embedded
+// server, if one was started.
 func (e *Env) Close() {
 	if e.client != nil {
 		e.client.Close()
 		e.client = nil
+	}
+	if e.embedded != nil {
+		e.embedded.Shutdown()
+		e.embedded = nil
 	}
 }
 

@@ -23,9 +23,14 @@ import (
 // Main runs jsctl with args (without the program name) on the process's
 // standard streams and returns the exit code.
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	context.AfterFunc(ctx, stop) // after the first signal, a second one kills at once
+	// A closed pipe on stdout (jsctl ... | head) makes writes fail with
+	// EPIPE instead of killing the process, so commands stop and clean up
+	// (the demo's store, an embedded server). A handler installed with
+	// Notify, unlike an ignored signal, is reset for child processes.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stdin) && isTerminal(os.Stdout))
 }
 
@@ -35,7 +40,7 @@ type exitRequest struct{ code int }
 // Run runs jsctl with explicit streams; Main is Run on the process's own.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) (code int) {
 	cli := &CLI{}
-	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, Now: time.Now}
+	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(stderr), Now: time.Now}
 	defer env.Close()
 	parser, err := newParser(cli, env, stdout, stderr)
 	if err != nil {
@@ -51,7 +56,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			panic(r)
 		}
 	}()
-	kctx, err := parser.Parse(relativeTimeArgs(args))
+	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
 	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
 		var pe *kong.ParseError
@@ -60,6 +65,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageExitCode(pe.Context)
 		}
 		return ExitUsage
+	}
+	if err := checkArgs(kctx); err != nil {
+		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
+		return usageExitCode(kctx)
 	}
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run()
@@ -71,9 +80,22 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = jsutil.Classify(jsutil.ErrCancelled, err)
 	}
 	if msg := errorText(err); msg != "" {
-		fmt.Fprintf(stderr, "jsctl: error: %s\n", msg)
+		fmt.Fprintf(stderr, "jsctl: error: %s\n", maskSecrets(msg, &cli.Globals))
 	}
 	return exitCode(err)
+}
+
+// maskSecrets is the last guard before an error is printed: the user
+// information of any URL, and the --password and --token values wherever
+// they appear, become ***.
+func maskSecrets(msg string, g *Globals) string {
+	msg = jsutil.MaskURLs(msg)
+	for _, secret := range []string{g.Password, g.Token} {
+		if len(secret) >= 3 {
+			msg = strings.ReplaceAll(msg, secret, "***")
+		}
+	}
+	return msg
 }
 
 func commandPath(kctx *kong.Context) string {
@@ -111,15 +133,18 @@ var relativeDuration = regexp.MustCompile(`^-(\d+(\.\d+)?(ns|us|µs|ms|s|m|h|d))
 
 // relativeTimeArgs rewrites arguments like "-90m" to "now-90m", which the
 // time parser reads the same way, so the command-line parser does not take
-// them for short flags. Arguments after "--" are left alone.
-func relativeTimeArgs(args []string) []string {
+// them for short flags. The value of a flag that is not a time (a duration
+// such as --idle -1s, a number) is left alone, so its own check can say what
+// is wrong with it. Arguments after "--" are left alone.
+func relativeTimeArgs(model *kong.Application, args []string) []string {
+	nonTime := nonTimeValueFlags(model)
 	out := make([]string, len(args))
 	for i, a := range args {
 		if a == "--" {
 			copy(out[i:], args[i:])
 			break
 		}
-		if relativeDuration.MatchString(a) {
+		if relativeDuration.MatchString(a) && (i == 0 || !nonTime[args[i-1]]) {
 			a = "now" + a
 		}
 		out[i] = a
@@ -127,7 +152,28 @@ func relativeTimeArgs(args []string) []string {
 	return out
 }
 
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// nonTimeValueFlags returns, as typed on a command line ("--idle", "-s"),
+// the flags of every command that take a value that is not a time.
+func nonTimeValueFlags(model *kong.Application) map[string]bool {
+	out := map[string]bool{}
+	if model == nil {
+		return out
+	}
+	var walk func(n *kong.Node)
+	walk = func(n *kong.Node) {
+		for _, f := range n.Flags {
+			if f.IsBool() || f.IsCounter() || predictorOf(f.Value) == predictTime {
+				continue
+			}
+			out["--"+f.Name] = true
+			if f.Short != 0 {
+				out["-"+string(f.Short)] = true
+			}
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(model.Node)
+	return out
 }

@@ -43,7 +43,9 @@ func (p *Printer) Printf(format string, args ...any) {
 	fmt.Fprintf(p.W, format, args...)
 }
 
-// Table writes rows under headers as a plain, aligned table.
+// Table writes rows under headers as a plain, aligned table. Cells are
+// escaped as payload previews are, so a subject or name holding control
+// characters (an ESC sequence, a newline) cannot garble the terminal.
 func (p *Printer) Table(headers []string, rows [][]string) error {
 	var buf bytes.Buffer
 	t := tablewriter.NewTable(&buf,
@@ -61,7 +63,14 @@ func (p *Printer) Table(headers []string, rows [][]string) error {
 		tablewriter.WithTrimSpace(tw.On),
 	)
 	t.Header(headers)
-	if err := t.Bulk(rows); err != nil {
+	safe := make([][]string, len(rows))
+	for i, row := range rows {
+		safe[i] = make([]string, len(row))
+		for j, cell := range row {
+			safe[i][j] = Escape(cell)
+		}
+	}
+	if err := t.Bulk(safe); err != nil {
 		return err
 	}
 	if err := t.Render(); err != nil {
@@ -97,6 +106,13 @@ func JSONTime(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// Escape renders s safely for a terminal as Preview does, without cutting.
+// It is also how consume passes keys to commands (JSCTL_KEY, and "key" in
+// batches): always valid in an environment variable, and reversible.
+func Escape(s string) string {
+	return Preview([]byte(s), len(s))
 }
 
 // Preview renders up to n bytes of a payload safely for a terminal: printable

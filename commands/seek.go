@@ -19,7 +19,7 @@ type SeekCmd struct {
 	Time     string `arg:"" predictor:"time" help:"Time to look for (any form listed under Times in jsctl --help)."`
 	Mode     string `name:"mode" enum:"after,before,nearest" default:"after" predictor:"enum" help:"Which message the time selects: after (the first at or after it), before (the last at or before it) or nearest (the closest)."`
 	Subject  string `name:"subject" placeholder:"FILTER" help:"Only count messages on subjects matching FILTER (wildcards allowed)."`
-	Around   int    `name:"around" placeholder:"N" default:"0" help:"Also show N matching messages on each side."`
+	Around   int    `name:"around" placeholder:"N" default:"0" help:"Also show N matching messages on each side (at most 1000)."`
 	Strategy string `name:"strategy" enum:"auto,server,bisect" default:"auto" predictor:"enum" help:"Lookup: the server's time index, a client-side binary search, or auto (server, falling back to bisect) (${enum})."`
 }
 
@@ -42,8 +42,8 @@ Examples:
 
 // Validate checks the flags.
 func (c *SeekCmd) Validate() error {
-	if c.Around < 0 {
-		return jsutil.Errorf(jsutil.ErrBadInput, "--around must not be negative, got %d", c.Around)
+	if c.Around < 0 || c.Around > seek.MaxAround {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--around must be from 0 to %d (messages on each side), got %d", seek.MaxAround, c.Around)
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func printSeek(p *Printer, r *seek.Result, around int) error {
 	if m := r.Message; m != nil {
 		p.Printf("Message:  sequence %d%s\n", m.Sequence, filter)
 		p.Printf("Time:     %s, %s\n", p.Time(m.Time), offsetText(m.Time, r.Target))
-		p.Printf("Subject:  %s\n", m.Subject)
+		p.Printf("Subject:  %s\n", Escape(m.Subject))
 		p.Printf("Size:     %d bytes\n", m.Size)
 		p.Printf("Preview:  %s\n", Preview(m.Data, seekPreviewBytes))
 	} else {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/embedded"
 )
 
 // ServeCmd runs an embedded JetStream server in the foreground.
@@ -24,9 +25,14 @@ has no authentication: keep it on a loopback address. DIR is locked while the
 server runs, so "jsctl --embedded DIR" meanwhile is refused (exit 5) rather than
 corrupting the store; use -s with the printed URL instead.
 
+Every write is synced to disk before it is acknowledged (--sync always, the
+default); --sync DURATION syncs in the background at that interval instead
+(nats-server's own default is 2m). The policy in force is printed on start.
+
 Examples:
   jsctl serve --store ./data
   jsctl serve --store ./data --addr 127.0.0.1:0     # a free port, printed on start
+  jsctl serve --store ./data --sync 1s              # faster writes, up to 1s at risk
   jsctl --embedded ./data seek ORDERS -1h           # later: the same store, in-process`
 }
 
@@ -46,12 +52,16 @@ func (c *ServeCmd) Run(ctx context.Context, env *Env) error {
 	if port == 0 {
 		port = -1
 	}
-	s, err := jsutil.StartEmbedded(jsutil.EmbeddedOptions{StoreDir: c.Store, Listen: true, Host: host, Port: port})
+	sync, err := env.SyncPolicy()
+	if err != nil {
+		return err
+	}
+	s, err := embedded.Start(embedded.Options{StoreDir: c.Store, Listen: true, Host: host, Port: port, Sync: sync})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(env.Stdout, s.ClientURL())
-	fmt.Fprintf(env.Stderr, "jsctl: serving JetStream over %s; interrupt to stop\n", c.Store)
+	fmt.Fprintf(env.Stderr, "jsctl: serving JetStream over %s (%s); interrupt to stop\n", s.Dir, sync.Describe())
 	<-ctx.Done()
 	s.Shutdown() // waits until the store is written and closed
 	fmt.Fprintln(env.Stderr, "jsctl: server stopped")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jsctl/jsctl/commands"
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/embedded"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -52,9 +53,14 @@ func checkStore(t *testing.T, dir string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := jsutil.Connect(ctx, jsutil.ConnectOptions{Embedded: dir})
+	srv, err := embedded.Start(embedded.Options{StoreDir: dir})
 	if err != nil {
 		t.Fatalf("open %s embedded: %v", dir, err)
+	}
+	defer srv.Shutdown()
+	c, err := jsutil.Connect(ctx, jsutil.ConnectOptions{InProcess: srv})
+	if err != nil {
+		t.Fatalf("connect to the embedded server over %s: %v", dir, err)
 	}
 	defer c.Close()
 	st, err := c.JS.Stream(ctx, "ORDERS")
@@ -112,6 +118,10 @@ func TestServeStopsCleanly(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "server stopped") {
 		t.Errorf("serve stderr: %q", stderr.String())
+	}
+	// serve says which fsync policy is in force; the default is always.
+	if !strings.Contains(stderr.String(), "(fsync always: every write is on disk before it is acknowledged)") {
+		t.Errorf("serve does not print its fsync policy: %q", stderr.String())
 	}
 	checkStore(t, dir)
 

@@ -18,7 +18,7 @@ const timelineBarWidth = 40
 type StreamTimelineCmd struct {
 	Stream   string `arg:"" predictor:"stream" help:"Stream to chart."`
 	Since    string `name:"since" placeholder:"TIME" predictor:"time" help:"Start of the chart (default: the first matching message's time)."`
-	Until    string `name:"until" placeholder:"TIME" predictor:"time" help:"End of the chart, included (default: now)."`
+	Until    string `name:"until" placeholder:"TIME" predictor:"time" help:"End of the chart, included (default: the last matching message's time)."`
 	Buckets  int    `name:"buckets" placeholder:"N" default:"20" help:"Number of time buckets (default 20)."`
 	Subject  string `name:"subject" placeholder:"FILTER" help:"Only count messages on subjects matching FILTER (wildcards allowed)."`
 	Strategy string `name:"strategy" enum:"auto,server,bisect" default:"auto" predictor:"enum" help:"How bucket boundaries are sought: auto, server or bisect, as in seek."`
@@ -31,8 +31,13 @@ traffic changed before picking a time for seek or consumer reset. It does not
 read the messages: it seeks each bucket boundary (as jsctl seek does) and counts
 between boundaries by sequence (no filter, no interior deletes), else with the
 server's pending count (direct get when the stream allows it, otherwise a
-short-lived ephemeral consumer per boundary). SEQ is where a consumer reset to
-the bucket's start would begin.
+short-lived ephemeral consumer per boundary). SEQ is where a consumer with the
+same filter, reset to the bucket's start, would begin (what jsctl seek STREAM
+START --subject F says).
+
+The chart spans the first to the last matching message unless --since or
+--until say otherwise; the header says which window is shown and why. At a
+terminal a progress bar shows while many boundaries are sought.
 
 Examples:
   jsctl stream timeline ORDERS
@@ -50,7 +55,7 @@ func (c *StreamTimelineCmd) Validate() error {
 
 // Run counts and draws.
 func (c *StreamTimelineCmd) Run(ctx context.Context, env *Env) error {
-	opts := seek.TimelineOptions{Buckets: c.Buckets, Subject: c.Subject, Strategy: seek.Strategy(c.Strategy), Until: env.Now()}
+	opts := seek.TimelineOptions{Buckets: c.Buckets, Subject: c.Subject, Strategy: seek.Strategy(c.Strategy)}
 	var err error
 	if c.Since != "" {
 		if opts.Since, err = env.ParseTime(c.Since); err != nil {
@@ -66,7 +71,10 @@ func (c *StreamTimelineCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	bar := env.Progress("seeking bucket boundaries")
+	opts.Progress = bar.Set
 	res, err := seek.Timeline(ctx, cl.JS, c.Stream, opts)
+	bar.Done()
 	if err != nil {
 		return err
 	}
@@ -84,24 +92,35 @@ type timelineBucketJSON struct {
 }
 
 type timelineJSON struct {
-	Stream   string               `json:"stream"`
-	Subject  string               `json:"subject"`
-	Since    string               `json:"since"`
-	Until    string               `json:"until"`
-	Total    uint64               `json:"total"`
-	Buckets  []timelineBucketJSON `json:"buckets"`
-	Method   string               `json:"method"`
-	Strategy string               `json:"strategy"`
-	Requests int                  `json:"requests"`
-	FirstSeq uint64               `json:"first_seq"`
-	LastSeq  uint64               `json:"last_seq"`
+	Stream  string `json:"stream"`
+	Subject string `json:"subject"`
+	Since   string `json:"since"`
+	Until   string `json:"until"`
+	// SinceFrom and UntilFrom say where the window's ends came from:
+	// "option" (--since, --until) or "first_message" / "last_message".
+	SinceFrom string               `json:"since_from"`
+	UntilFrom string               `json:"until_from"`
+	Total     uint64               `json:"total"`
+	Buckets   []timelineBucketJSON `json:"buckets"`
+	Method    string               `json:"method"`
+	Strategy  string               `json:"strategy"`
+	Requests  int                  `json:"requests"`
+	FirstSeq  uint64               `json:"first_seq"`
+	LastSeq   uint64               `json:"last_seq"`
 }
 
 func timelineJSONOf(r *seek.TimelineResult) timelineJSON {
 	out := timelineJSON{
 		Stream: r.Stream, Subject: r.Subject, Since: JSONTime(r.Since), Until: JSONTime(r.Until),
+		SinceFrom: "first_message", UntilFrom: "last_message",
 		Total: r.Total, Buckets: []timelineBucketJSON{}, Method: r.Method, Strategy: string(r.Used),
 		Requests: r.Requests, FirstSeq: r.FirstSeq, LastSeq: r.LastSeq,
+	}
+	if r.SinceGiven {
+		out.SinceFrom = "option"
+	}
+	if r.UntilGiven {
+		out.UntilFrom = "option"
 	}
 	for _, b := range r.Buckets {
 		out.Buckets = append(out.Buckets, timelineBucketJSON{Start: JSONTime(b.Start), End: JSONTime(b.End), Count: b.Count, Sequence: b.Sequence})
@@ -133,6 +152,7 @@ func printTimeline(p *Printer, r *seek.TimelineResult) error {
 	}
 	width := r.Buckets[0].End.Sub(r.Buckets[0].Start)
 	p.Printf("Stream %s, %s: %d messages from %s to %s\n", r.Stream, what, r.Total, p.Time(r.Since), p.Time(r.Until))
+	p.Printf("Window: %s\n", timelineWindow(r))
 	p.Printf("%d buckets of %s, counted by %s (%d requests)\n\n", len(r.Buckets), width.Round(time.Microsecond), r.Method, r.Requests)
 	var most uint64
 	for _, b := range r.Buckets {
@@ -143,4 +163,21 @@ func printTimeline(p *Printer, r *seek.TimelineResult) error {
 		rows = append(rows, []string{p.Time(b.Start), strconv.FormatUint(b.Sequence, 10), strconv.FormatUint(b.Count, 10), timelineBar(b.Count, most)})
 	}
 	return p.Table([]string{"START", "SEQ", "COUNT", ""}, rows)
+}
+
+// timelineWindow says why the chart spans what it spans.
+func timelineWindow(r *seek.TimelineResult) string {
+	matching := "message"
+	if r.Subject != "" {
+		matching = "matching message"
+	}
+	switch {
+	case !r.SinceGiven && !r.UntilGiven:
+		return fmt.Sprintf("the first to the last %s (--since and --until change it)", matching)
+	case r.SinceGiven && !r.UntilGiven:
+		return fmt.Sprintf("--since to the last %s (--until changes the end)", matching)
+	case !r.SinceGiven:
+		return fmt.Sprintf("the first %s to --until (--since changes the start)", matching)
+	}
+	return "--since to --until"
 }

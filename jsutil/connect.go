@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,9 +39,12 @@ type ConnectOptions struct {
 	TLSCA    string
 	Timeout  time.Duration
 	JSDomain string
-	// Embedded, when set, starts an in-process server over this store
-	// directory and connects to it without TCP.
-	Embedded string
+	// InProcess, when set, connects to a server running in this process
+	// (such as an embedded.Server from jsutil/embedded) without TCP; URL,
+	// credentials and TLS settings are then ignored. InProcessName names it
+	// in errors and in Client.URL.
+	InProcess     nats.InProcessConnProvider
+	InProcessName string
 	// Name is the client connection name shown by the server.
 	Name string
 	// NoContext ignores saved contexts entirely.
@@ -55,10 +61,9 @@ type Client struct {
 	NC      *nats.Conn
 	JS      jetstream.JetStream
 	Timeout time.Duration
-	// URL is the server the client connected to ("embedded:DIR" for an
-	// embedded server).
-	URL      string
-	embedded *EmbeddedServer
+	// URL is the server the client connected to, with any user
+	// information masked (or the InProcessName of an in-process server).
+	URL string
 
 	mu     sync.Mutex
 	denied error // the first permissions violation the server reported
@@ -96,11 +101,6 @@ func (c *Client) Explain(err error) error {
 	if !errors.Is(err, ErrConnection) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 		return err
 	}
-	what := strings.TrimPrefix(denied.Error(), nats.ErrPermissionViolation.Error()+": ")
-	what = strings.TrimPrefix(what, "Permissions Violation for ")
-	if what != "" {
-		what = strings.ToLower(what[:1]) + what[1:]
-	}
 	msg := err.Error()
 	for _, suffix := range []string{": " + noAnswerText, ": " + context.DeadlineExceeded.Error(), ": " + nats.ErrTimeout.Error()} {
 		if strings.HasSuffix(msg, suffix) {
@@ -108,7 +108,11 @@ func (c *Client) Explain(err error) error {
 			break
 		}
 	}
-	return Classify(ErrPermission, &explainedErr{msg: msg + ": permission denied (" + what + ")", err: err})
+	subject := DeniedSubject(denied)
+	if subject == "" {
+		return Classify(ErrPermission, &explainedErr{msg: msg + ": permission denied (" + denied.Error() + ")", err: err})
+	}
+	return Classify(ErrPermission, &explainedErr{msg: msg + ": " + DeniedError(subject).Error(), err: err})
 }
 
 // noAnswerText is how Wrap words a request that timed out.
@@ -122,7 +126,8 @@ type explainedErr struct {
 func (e *explainedErr) Error() string { return e.msg }
 func (e *explainedErr) Unwrap() error { return e.err }
 
-// Close closes the connection and stops an embedded server.
+// Close closes the connection. An in-process server is left running: its
+// owner stops it.
 func (c *Client) Close() {
 	if c == nil {
 		return
@@ -130,9 +135,6 @@ func (c *Client) Close() {
 	if c.NC != nil {
 		_ = c.NC.Drain()
 		c.NC.Close()
-	}
-	if c.embedded != nil {
-		c.embedded.Shutdown()
 	}
 }
 
@@ -209,7 +211,7 @@ func LoadNATSContext(name string) (*NATSContext, error) {
 // Resolve fills the options' empty fields from the saved NATS context (the
 // named one, or the selected one) and returns the result.
 func (o ConnectOptions) Resolve() (ConnectOptions, error) {
-	if o.NoContext || o.Embedded != "" {
+	if o.NoContext || o.InProcess != nil {
 		return o, nil
 	}
 	nctx, err := LoadNATSContext(o.Context)
@@ -278,26 +280,29 @@ func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 	if o.inboxPrefix != "" {
 		nopts = append(nopts, nats.CustomInboxPrefix(o.inboxPrefix))
 	}
-	if o.Embedded != "" {
-		s, err := StartEmbedded(EmbeddedOptions{StoreDir: o.Embedded})
-		if err != nil {
-			return nil, err
+	dial := ""
+	if o.InProcess != nil {
+		c.URL = o.InProcessName
+		if c.URL == "" {
+			c.URL = "the in-process server"
 		}
-		c.embedded = s
-		c.URL = "embedded:" + o.Embedded
-		nopts = append(nopts, nats.InProcessServer(s))
+		nopts = append(nopts, nats.InProcessServer(o.InProcess))
 	} else {
 		auth, err := authOptions(o)
 		if err != nil {
 			return nil, err
 		}
 		nopts = append(nopts, auth...)
-		c.URL = o.URL
-		if c.URL == "" {
-			c.URL = DefaultURL
+		dial = o.URL
+		if dial == "" {
+			dial = DefaultURL
+		}
+		c.URL = RedactURL(dial)
+		if err := CheckURLs(dial); err != nil {
+			return nil, err
 		}
 	}
-	nc, err := connectWithin(ctx, c.URL, o.Timeout, nopts)
+	nc, err := connectWithin(ctx, dial, c.URL, o.Timeout, nopts)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -324,7 +329,8 @@ func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 }
 
 // connectWithin dials the server, bounded by timeout and ctx.
-func connectWithin(ctx context.Context, url string, timeout time.Duration, opts []nats.Option) (*nats.Conn, error) {
+// shown is how errors name the server.
+func connectWithin(ctx context.Context, url, shown string, timeout time.Duration, opts []nats.Option) (*nats.Conn, error) {
 	type result struct {
 		nc  *nats.Conn
 		err error
@@ -336,7 +342,6 @@ func connectWithin(ctx context.Context, url string, timeout time.Duration, opts 
 	}()
 	t := time.NewTimer(timeout + time.Second)
 	defer t.Stop()
-	shown := RedactURL(url)
 	select {
 	case r := <-ch:
 		if r.err != nil {
@@ -376,6 +381,59 @@ func connectError(url string, err error) error {
 func isNetTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// CheckURLs reads each URL of a comma-separated server list as the NATS
+// client will (a URL without a scheme gets nats://) and returns a usage
+// error for the first one it cannot read. The error shows the URL without
+// its user information and says what is wrong in fixed words, never
+// quoting the URL's text, so no part of a password can leak through it.
+func CheckURLs(list string) error {
+	for _, raw := range strings.Split(list, ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		full := raw
+		if !strings.Contains(full, "://") {
+			full = "nats://" + full
+		}
+		u, err := url.Parse(full)
+		if err == nil && u.Host == "" {
+			err = errors.New("no host")
+		}
+		if err == nil {
+			if p := u.Port(); p != "" {
+				if n, perr := strconv.Atoi(p); perr != nil || n < 0 || n > 65535 {
+					err = errors.New("invalid port")
+				}
+			}
+		}
+		if err != nil {
+			return Errorf(ErrBadInput, "server URL %s cannot be read (%s): use nats://[user:password@]host[:port], tls://... or ws://..., comma separated", RedactURL(raw), urlProblem(err))
+		}
+	}
+	return nil
+}
+
+// urlProblem names what is wrong with a URL in fixed words.
+func urlProblem(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"invalid port", "invalid URL escape", "missing ']' in host", "invalid character", "invalid userinfo", "no host"} {
+		if strings.Contains(msg, p) {
+			return strings.ReplaceAll(p, "invalid URL escape", "a % not followed by two hex digits")
+		}
+	}
+	return "malformed"
+}
+
+// userInfoInURL matches the user information of a URL in any text.
+var userInfoInURL = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@"']*@`)
+
+// MaskURLs replaces the user information of every URL in s with ***, so an
+// error text can be printed whatever produced it.
+func MaskURLs(s string) string {
+	return userInfoInURL.ReplaceAllString(s, "${1}***@")
 }
 
 // RedactURL removes user information from each URL of a comma-separated

@@ -307,34 +307,6 @@ func TestNATSContextConnects(t *testing.T) {
 	useJS(t, c)
 }
 
-func TestEmbeddedKeepsData(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := jsutil.Connect(ctx, jsutil.ConnectOptions{Embedded: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.URL != "embedded:"+dir {
-		t.Errorf("URL = %q", c.URL)
-	}
-	useJS(t, c)
-	c.Close()
-
-	c, err = jsutil.Connect(ctx, jsutil.ConnectOptions{Embedded: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	st, err := c.JS.Stream(ctx, "AUTH")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := st.CachedInfo().State.Msgs; n != 1 {
-		t.Errorf("after reopening: %d messages, want 1", n)
-	}
-}
-
 // TestConnectTimeoutApplies: --timeout bounds JetStream requests that have
 // no deadline of their own, not only the connection.
 func TestConnectTimeoutApplies(t *testing.T) {
@@ -348,5 +320,38 @@ func TestConnectTimeoutApplies(t *testing.T) {
 	}
 	if c.Timeout != 1500*time.Millisecond {
 		t.Errorf("Client.Timeout = %s", c.Timeout)
+	}
+}
+
+// TestMaskURLs: the user information of every URL in a text is masked.
+func TestMaskURLs(t *testing.T) {
+	for in, want := range map[string]string{
+		`parse "nats://admin:s3cret@127.0.0.1:notaport": invalid port`: `parse "nats://***@127.0.0.1:notaport": invalid port`,
+		`a tls://u@h:1 and WS://x:y@z`:                                 `a tls://***@h:1 and WS://***@z`,
+		`no url here, me@example.com`:                                  `no url here, me@example.com`,
+	} {
+		if got := jsutil.MaskURLs(in); got != want {
+			t.Errorf("MaskURLs(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCheckURLs: a URL the client cannot read is bad input whose text
+// holds no part of the user information.
+func TestCheckURLs(t *testing.T) {
+	for _, ok := range []string{"", "127.0.0.1", "nats://127.0.0.1:4222", "tls://a:b@host:1, nats://[::1]:4222", "ws://h"} {
+		if err := jsutil.CheckURLs(ok); err != nil {
+			t.Errorf("CheckURLs(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"nats://admin:s3cret@127.0.0.1:notaport", "[::1", "%zz", "nats://u:s3%zzcret@h", "nats://u:s3cret@h:70000", "nats://"} {
+		err := jsutil.CheckURLs(bad)
+		if !errors.Is(err, jsutil.ErrBadInput) {
+			t.Errorf("CheckURLs(%q) = %v, want bad input", bad, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3") {
+			t.Errorf("CheckURLs(%q) shows the password: %v", bad, err)
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 // and help text.
 const TimeForms = `RFC 3339 ("2026-11-29T10:00:00Z", "2026-11-29T10:00:00.5+01:00"), ` +
 	`"2026-11-29 10:00:05", "2026-11-29 10:00", "2026-11-29", "10:00:05" (today), ` +
-	`Unix seconds, milliseconds, microseconds or nanoseconds ("1764410400"), "@1764410400", ` +
+	`Unix seconds, milliseconds, microseconds or nanoseconds ("1795946400"), "@1795946400", ` +
 	`"now", or a time relative to now ("-90m", "2h ago", "now-1d12h", "1d")`
 
 // zonedLayouts are read as a wall clock in the caller's zone.
@@ -44,7 +44,7 @@ var zonedLayouts = []string{
 // is 03:30 CEST. Forms without an offset are read in loc (UTC when nil).
 //
 // An unreadable time is an error wrapping ErrBadInput that names the
-// accepted forms.
+// accepted forms; so is a time outside MinTime..MaxTime.
 func ParseTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	if loc == nil {
 		loc = time.UTC
@@ -53,8 +53,20 @@ func ParseTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	if !ok {
 		return time.Time{}, Errorf(ErrBadInput, "cannot read time %q: use %s", s, TimeForms)
 	}
+	if t.Before(MinTime) || t.After(MaxTime) {
+		return time.Time{}, Errorf(ErrBadInput, "time %q is out of range: use a time from 1970-01-01T00:00:00Z to 2262-04-11T23:47:16Z (message times are nanoseconds since 1970 in 64 bits)", s)
+	}
 	return t, nil
 }
+
+// MinTime and MaxTime bound the times ParseTime accepts: the times a
+// stream's messages can have (Unix nanoseconds in an int64, from 1970).
+// Any two of them are less than time.Duration's range apart, so offsets,
+// spans and bucket widths between them never overflow.
+var (
+	MinTime = time.Unix(0, 0).UTC()
+	MaxTime = time.Unix(0, math.MaxInt64).UTC()
+)
 
 func parseTime(in string, now time.Time, loc *time.Location) (time.Time, bool) {
 	if in == "" {
@@ -211,6 +223,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	bad := Errorf(ErrBadInput, "cannot read duration %q: use a number and unit such as 90s, 15m, 2h or 1d12h", s)
 	if in == "" {
 		return 0, bad
+	}
+	if in[0] == '-' {
+		return 0, Errorf(ErrBadInput, "cannot read duration %q: a negative duration is not allowed", s)
 	}
 	var total time.Duration
 	rest := in

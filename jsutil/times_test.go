@@ -2,6 +2,7 @@ package jsutil
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func TestParseTime(t *testing.T) {
 		{"0", nil, utc("1970-01-01T00:00:00Z")},
 		{"1764410400", berlin, utc("2025-11-29T10:00:00Z")},
 		{"1764410400.5", nil, utc("2025-11-29T10:00:00.5Z")},
-		{"99999999999", nil, utc("5138-11-16T09:46:39Z")},              // largest seconds
+		{"9223372035", nil, utc("2262-04-11T23:47:15Z")},               // largest seconds within range
 		{"100000000000", nil, utc("1973-03-03T09:46:40Z")},             // smallest milliseconds
 		{"1764410400123", nil, utc("2025-11-29T10:00:00.123Z")},        // milliseconds
 		{"1764410400123.456", nil, utc("2025-11-29T10:00:00.123456Z")}, // ms with fraction
@@ -84,7 +85,7 @@ func TestParseTime(t *testing.T) {
 		{"100000000000000000", nil, utc("1973-03-03T09:46:40Z")}, // smallest nanoseconds
 		{"@1764410400", nil, utc("2025-11-29T10:00:00Z")},
 		{"@1764410400.25", nil, utc("2025-11-29T10:00:00.25Z")},
-		{"@1764410400123", nil, time.Unix(1764410400123, 0)}, // @ is always seconds
+		{"@9223372035", nil, time.Unix(9223372035, 0)}, // @ is always seconds
 		// now and relative forms.
 		{"now", berlin, now},
 		{"NOW", nil, now},
@@ -135,9 +136,38 @@ func TestParseTimeBad(t *testing.T) {
 			t.Errorf("ParseTime(%q): %v does not wrap ErrBadInput", in, err)
 		}
 		msg := err.Error()
-		if !strings.Contains(msg, "RFC 3339") || !strings.Contains(msg, "2h ago") || !strings.Contains(msg, "@1764410400") {
+		if !strings.Contains(msg, "RFC 3339") || !strings.Contains(msg, "2h ago") || !strings.Contains(msg, "@1795946400") {
 			t.Errorf("ParseTime(%q): error %q does not name the accepted forms", in, msg)
 		}
+	}
+}
+
+// TestParseTimeRange: times outside what a message can have (Unix
+// nanoseconds in an int64) are refused with the range, so no offset, span
+// or bucket width between two accepted times overflows a time.Duration.
+func TestParseTimeRange(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, in := range []string{
+		"0001-01-01T00:00:00Z", "0000-01-01T00:00:00Z", "1969-12-31T23:59:59.999999999Z", "9999-12-31T23:59:59Z",
+		"2262-04-11T23:47:16.854775808Z", "99999999999", "@1764410400123", "now-100000d", "now+100000d",
+	} {
+		_, err := ParseTime(in, now, time.UTC)
+		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "out of range: use a time from 1970-01-01T00:00:00Z to 2262-04-11T23:47:16Z") {
+			t.Errorf("ParseTime(%q) = %v, want an out-of-range error", in, err)
+		}
+	}
+	for _, in := range []string{"1970-01-01T00:00:00Z", "0", "2262-04-11T23:47:16.854775807Z", "9223372036854775807"} {
+		got, err := ParseTime(in, now, time.UTC)
+		if err != nil {
+			t.Errorf("ParseTime(%q): %v", in, err)
+			continue
+		}
+		if d := got.Sub(MinTime); d < 0 || MaxTime.Sub(got) < 0 {
+			t.Errorf("ParseTime(%q) = %s, outside the range", in, got)
+		}
+	}
+	if d := MaxTime.Sub(MinTime); d != time.Duration(math.MaxInt64) {
+		t.Errorf("MaxTime - MinTime = %s, want the largest duration", d)
 	}
 }
 
@@ -210,9 +240,9 @@ func FuzzParseTime(f *testing.F) {
 				t.Fatalf("ParseTime(%q): error %v does not wrap ErrBadInput", s, err)
 			}
 		}
-		// Round trip: RFC 3339 covers years 0000-9999 and offsets in
+		// Round trip: every time from MinTime to MaxTime, with offsets in
 		// whole minutes below 24h.
-		const minSec, maxSec = -62167219200, 253402300799 // 0000-01-01, 9999-12-31T23:59:59 UTC
+		const minSec, maxSec = 0, 9223372035 // 1970-01-01, 2262-04-11T23:47:15 UTC
 		span := int64(maxSec - minSec + 1)
 		sec = minSec + ((sec%span)+span)%span
 		off := int(offMin) % (24 * 60)

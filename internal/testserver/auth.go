@@ -26,6 +26,9 @@ type Auth struct {
 	User, Password string
 	// DenyJS denies User publishing to the JetStream API ($JS.API.>).
 	DenyJS bool
+	// Deny lists further subjects User may not publish to (such as
+	// "$JS.API.CONSUMER.CREATE.>").
+	Deny []string
 	// Token: a token server.
 	Token string
 	// TLS: a server speaking TLS only, verifying client certificates, all
@@ -61,8 +64,12 @@ func NewAuth(dir, name string, a Auth) (*AuthServer, error) {
 	switch {
 	case a.User != "":
 		u := &server.User{Username: a.User, Password: a.Password}
+		deny := a.Deny
 		if a.DenyJS {
-			u.Permissions = &server.Permissions{Publish: &server.SubjectPermission{Deny: []string{"$JS.API.>"}}}
+			deny = append(deny, "$JS.API.>")
+		}
+		if len(deny) > 0 {
+			u.Permissions = &server.Permissions{Publish: &server.SubjectPermission{Deny: deny}}
 		}
 		opt = func(o *server.Options) { o.Users = []*server.User{u} }
 	case a.Token != "":

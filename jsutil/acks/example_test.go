@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/jsctl/jsctl/jsutil/embedded"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -17,7 +17,7 @@ import (
 func Example() {
 	dir, _ := os.MkdirTemp("", "acks-example")
 	defer os.RemoveAll(dir)
-	srv, err := jsutil.StartEmbedded(jsutil.EmbeddedOptions{StoreDir: dir})
+	srv, err := embedded.Start(embedded.Options{StoreDir: dir})
 	if err != nil {
 		fmt.Println(err)
 		return

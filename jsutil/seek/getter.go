@@ -107,6 +107,12 @@ func (g *apiGetter) send(ctx context.Context, subject string, body []byte) (*nat
 			return msg, nil
 		}
 		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
+		if denied := jsutil.DeniedSubject(g.nc.LastError()); lost && denied != "" {
+			// The server refused to route a request of this connection
+			// (this one, or one sent alongside it): asking again would
+			// only wait out the timeout a second time.
+			return nil, jsutil.DeniedError(denied)
+		}
 		if !lost || attempt >= requestAttempts || ctx.Err() != nil {
 			return nil, err
 		}

@@ -60,13 +60,17 @@ const (
 // get requests (only returned for Strategy Server).
 var ErrUnsupported = errors.New("server does not support seeking by time (start_time)")
 
+// MaxAround is the largest Options.Around: each neighbour is one request
+// and is held in memory, so the number is bounded.
+const MaxAround = 1000
+
 // Options tune Seek. The zero value seeks the first message at or after the
 // target on any subject.
 type Options struct {
 	Mode     Mode     // After (default), Before or Nearest
 	Subject  string   // filter subject, may have wildcards; "" = all
 	Strategy Strategy // Auto (default), Server or Bisect
-	Around   int      // neighbours on each side to return
+	Around   int      // neighbours on each side to return, at most MaxAround
 }
 
 // Message is one stored message.
@@ -132,8 +136,8 @@ func (o *Options) normalize() error {
 	default:
 		return jsutil.Errorf(jsutil.ErrBadInput, "unknown seek strategy %q: use auto, server or bisect", o.Strategy)
 	}
-	if o.Around < 0 {
-		return jsutil.Errorf(jsutil.ErrBadInput, "around must not be negative, got %d", o.Around)
+	if o.Around < 0 || o.Around > MaxAround {
+		return jsutil.Errorf(jsutil.ErrBadInput, "around must be from 0 to %d, got %d", MaxAround, o.Around)
 	}
 	return nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 // Counting methods of a timeline, from cheapest to most general.
@@ -28,13 +30,27 @@ const (
 	CountByConsumer = "consumer"
 )
 
+// TempConsumerInactive is the inactive threshold of the counting
+// consumers a timeline creates (named with jsutil.TempConsumerPrefix): each
+// is deleted at once, and one left behind by a killed jsctl is removed by
+// the server after these few seconds.
+const TempConsumerInactive = 5 * time.Second
+
+// TimelineConcurrency bounds the boundary and counting requests a
+// timeline has in flight at once.
+const TimelineConcurrency = 8
+
 // TimelineOptions tune Timeline.
 type TimelineOptions struct {
 	Since    time.Time // zero: the first matching message's time
-	Until    time.Time // zero: now
+	Until    time.Time // zero: the last matching message's time
 	Buckets  int       // zero: 20
 	Subject  string    // filter subject, may have wildcards; "" = all
 	Strategy Strategy  // how boundaries are sought (Auto by default)
+	// Progress, when set, is called after each boundary is sought and
+	// each count is made, with the number done and the number to do (the
+	// calls are serialised). Commands draw a progress bar with it.
+	Progress func(done, total int)
 }
 
 // Bucket is one time slice of a timeline: messages with Start ≤ time < End
@@ -42,8 +58,8 @@ type TimelineOptions struct {
 type Bucket struct {
 	Start, End time.Time
 	Count      uint64
-	// Sequence is where a consumer reset to Start would start (ignoring
-	// the filter).
+	// Sequence is where a consumer with the timeline's filter, reset to
+	// Start, would start: what `jsctl seek STREAM Start --subject F` says.
 	Sequence uint64
 }
 
@@ -52,10 +68,13 @@ type TimelineResult struct {
 	Stream       string
 	Subject      string
 	Since, Until time.Time
-	Buckets      []Bucket
-	Total        uint64
-	Method       string   // CountBySequence, CountByDirectGet or CountByConsumer
-	Used         Strategy // how boundaries were sought
+	// SinceGiven and UntilGiven say whether Since and Until came from the
+	// options; otherwise they are the first and last matching messages'.
+	SinceGiven, UntilGiven bool
+	Buckets                []Bucket
+	Total                  uint64
+	Method                 string   // CountBySequence, CountByDirectGet or CountByConsumer
+	Used                   Strategy // how boundaries were sought
 	// Requests is the number of message-get and counting requests made.
 	Requests          int
 	FirstSeq, LastSeq uint64
@@ -64,6 +83,11 @@ type TimelineResult struct {
 // Timeline counts the messages of stream per time bucket without reading
 // them: it seeks each bucket boundary and counts the messages between
 // boundaries (see the Count* methods for how, and at what cost).
+//
+// The window defaults to the first and last matching messages. A boundary
+// at or before the first matching message, or after the last, needs no
+// request; the others are sought (with the filter, as Seek does) and
+// counted with at most TimelineConcurrency requests in flight.
 func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts TimelineOptions) (*TimelineResult, error) {
 	if opts.Buckets == 0 {
 		opts.Buckets = 20
@@ -79,26 +103,36 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 	if err != nil {
 		return nil, err
 	}
-	if opts.Until.IsZero() {
-		opts.Until = time.Now()
-	}
-	s := &searcher{g: g}
+	s := &searcher{g: g, filter: opts.Subject}
 	if err := s.loadState(ctx); err != nil {
 		return nil, err
 	}
 	res := &TimelineResult{Stream: stream, Subject: opts.Subject, Since: opts.Since, Until: opts.Until,
+		SinceGiven: !opts.Since.IsZero(), UntilGiven: !opts.Until.IsZero(),
 		FirstSeq: s.state.FirstSeq, LastSeq: s.state.LastSeq, Used: so.Strategy}
-	if res.Since.IsZero() {
-		fs := &searcher{g: g, filter: opts.Subject, state: s.state, loaded: true}
-		m, err := fs.next(ctx, max(s.state.FirstSeq, 1))
-		res.Requests += fs.rounds
-		if err != nil {
-			return nil, err
-		}
-		if m == nil {
-			return res, nil // nothing matches: no buckets
-		}
-		res.Since = m.Time
+	if res.Used == Auto {
+		res.Used = Server
+	}
+	first, err := s.next(ctx, max(s.state.FirstSeq, 1))
+	if err != nil {
+		return nil, err
+	}
+	if first == nil {
+		res.Requests = s.rounds
+		return res, nil // nothing matches: no buckets
+	}
+	last, err := s.lastBefore(ctx, s.state.LastSeq+1)
+	if err != nil {
+		return nil, err
+	}
+	if last == nil {
+		last = first
+	}
+	if !res.SinceGiven {
+		res.Since = first.Time
+	}
+	if !res.UntilGiven {
+		res.Until = last.Time
 	}
 	if res.Until.Before(res.Since) {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "until (%s) is before since (%s)",
@@ -106,7 +140,7 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 	}
 
 	// Boundaries: n+1 times, the last one just past Until so the last
-	// bucket includes it.
+	// bucket includes it. ParseTime bounds times so the span fits.
 	n := opts.Buckets
 	span := res.Until.Sub(res.Since)
 	bounds := make([]time.Time, n+1)
@@ -123,31 +157,79 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 	default:
 		res.Method = CountByConsumer
 	}
-	pending := make([]uint64, n+1)
+	end := s.state.LastSeq + 1
 	positions := make([]uint64, n+1)
+	var seek []int // boundaries that need a request
 	for i, b := range bounds {
-		m, used, err := s.firstAtOrAfter(ctx, b, so.Strategy)
-		if err != nil {
-			return nil, err
-		}
-		res.Used = used
-		pos := s.state.LastSeq + 1
-		if m != nil {
-			pos = m.Sequence
-		}
-		positions[i] = pos
-		if pending[i], err = countFrom(ctx, js, g, s.state, pos, opts.Subject, res.Method); err != nil {
-			return nil, err
-		}
-		if res.Method != CountBySequence && pos <= s.state.LastSeq {
-			res.Requests++
+		switch {
+		case !b.After(first.Time):
+			positions[i] = first.Sequence
+		case b.After(last.Time):
+			positions[i] = end
+		default:
+			seek = append(seek, i)
 		}
 	}
-	res.Requests += s.rounds
+	counted := map[uint64]uint64{end: 0}
+	var unique []uint64
+	for _, pos := range positions {
+		if _, ok := counted[pos]; !ok && pos != 0 {
+			counted[pos] = 0
+			unique = append(unique, pos)
+		}
+	}
+	p := &timelineProgress{fn: opts.Progress, total: len(seek) + len(unique)}
+	var mu sync.Mutex
+	requests := s.rounds
+	// Phase 1: seek the boundaries inside the matching messages.
+	err = parallel(ctx, len(seek), func(ctx context.Context, k int) error {
+		i := seek[k]
+		ws := &searcher{g: g, filter: opts.Subject, state: s.state, loaded: true}
+		m, used, err := ws.firstAtOrAfter(ctx, bounds[i], so.Strategy)
+		mu.Lock()
+		requests += ws.rounds
+		if err == nil {
+			res.Used = used
+			positions[i] = end
+			if m != nil {
+				positions[i] = m.Sequence
+			}
+			if _, ok := counted[positions[i]]; !ok {
+				counted[positions[i]] = 0
+				unique = append(unique, positions[i])
+				p.grow()
+			}
+		}
+		mu.Unlock()
+		p.step()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Phase 2: count the matching messages from each distinct position.
+	err = parallel(ctx, len(unique), func(ctx context.Context, k int) error {
+		mu.Lock()
+		pos := unique[k]
+		mu.Unlock()
+		c, err := countFrom(ctx, js, g, s.state, pos, opts.Subject, res.Method)
+		mu.Lock()
+		counted[pos] = c
+		if res.Method != CountBySequence && pos <= s.state.LastSeq {
+			requests++
+		}
+		mu.Unlock()
+		p.step()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Requests = requests
 	for i := range n {
 		c := uint64(0)
-		if pending[i] > pending[i+1] {
-			c = pending[i] - pending[i+1]
+		if a, b := counted[positions[i]], counted[positions[i+1]]; a > b {
+			c = a - b
 		}
 		end := bounds[i+1]
 		if i == n-1 {
@@ -157,6 +239,71 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 		res.Total += c
 	}
 	return res, nil
+}
+
+// timelineProgress reports a timeline's progress, one call at a time.
+type timelineProgress struct {
+	mu          sync.Mutex
+	fn          func(done, total int)
+	done, total int
+}
+
+// grow adds one step still to do.
+func (p *timelineProgress) grow() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total++
+}
+
+func (p *timelineProgress) step() {
+	if p.fn == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	p.fn(p.done, p.total)
+}
+
+// parallel runs do(ctx, k) for k in [0, n) with at most TimelineConcurrency
+// at once and returns the first error (the others are cancelled).
+func parallel(ctx context.Context, n int, do func(ctx context.Context, k int) error) error {
+	if n == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		next  = make(chan int)
+	)
+	for range min(n, TimelineConcurrency) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				if err := do(ctx, k); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for k := range n {
+		select {
+		case next <- k:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return first
 }
 
 // countFrom returns the number of messages matching subject with sequence
@@ -172,6 +319,7 @@ func countFrom(ctx context.Context, js jetstream.JetStream, g *apiGetter, st str
 		return g.directPending(ctx, pos, subject)
 	}
 	c, err := js.CreateConsumer(ctx, g.name, jetstream.ConsumerConfig{
+		Name:              jsutil.TempConsumerPrefix + nuid.Next(),
 		Description:       "jsctl stream timeline (temporary)",
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       pos,
@@ -179,7 +327,7 @@ func countFrom(ctx context.Context, js jetstream.JetStream, g *apiGetter, st str
 		AckPolicy:         jetstream.AckNonePolicy,
 		MemoryStorage:     true,
 		Replicas:          1,
-		InactiveThreshold: time.Minute,
+		InactiveThreshold: TempConsumerInactive,
 	})
 	if err != nil {
 		return 0, jsutil.Wrap(err, "count messages of stream %q from sequence %d", g.name, pos)

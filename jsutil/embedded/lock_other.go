@@ -1,6 +1,6 @@
 //go:build !unix
 
-package jsutil
+package embedded
 
 // lockStore does not lock on this platform.
 func lockStore(string) (func(), error) { return func() {}, nil }

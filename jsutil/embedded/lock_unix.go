@@ -1,6 +1,6 @@
 //go:build unix
 
-package jsutil
+package embedded
 
 import (
 	"errors"

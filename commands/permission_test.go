@@ -1,0 +1,90 @@
+package commands_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jsctl/jsctl/commands"
+	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// deniedServer is a server whose only user may not publish to deny; it
+// holds stream ORDERS with a few messages on two subjects.
+func deniedServer(t *testing.T, deny ...string) string {
+	t.Helper()
+	s, err := testserver.NewAuth(t.TempDir(), "DENIED", testserver.Auth{User: "u", Password: "pw", Deny: deny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	nc, err := nats.Connect(s.URL, nats.UserInfo("u", "pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testserver.Context(t, 30*time.Second)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{"orders.eu", "orders.us", "orders.eu"} {
+		if _, err := js.Publish(ctx, subj, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s.URL
+}
+
+func runJSCTL(t *testing.T, args ...string) (int, string, string, time.Duration) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code := commands.Run(context.Background(), args, strings.NewReader(""), &out, &errb, false)
+	return code, out.String(), errb.String(), time.Since(start)
+}
+
+// TestSeekDeniedOnce: a seek the permissions refuse is reported after one
+// --timeout, not two (the request the server dropped is not sent again),
+// naming the refused operation and its object.
+func TestSeekDeniedOnce(t *testing.T) {
+	url := deniedServer(t, "$JS.API.STREAM.MSG.GET.>", "$JS.API.STREAM.INFO.>")
+	const timeout = 2 * time.Second
+	code, _, stderr, took := runJSCTL(t, "-s", url, "--user", "u", "--password", "pw", "--timeout", timeout.String(), "seek", "ORDERS", "now")
+	if code != commands.ExitPermission {
+		t.Fatalf("exit %d, want %d: %s", code, commands.ExitPermission, stderr)
+	}
+	if took > timeout+timeout/2 {
+		t.Errorf("a denied seek took %s with --timeout %s: the refused request was sent again", took, timeout)
+	}
+	if !strings.Contains(stderr, `seek stream "ORDERS": permission denied: this user may not `) ||
+		!(strings.Contains(stderr, `may not read stream "ORDERS"`) || strings.Contains(stderr, `may not get messages of stream "ORDERS"`)) {
+		t.Errorf("stderr %q does not name the refused operation and the stream", stderr)
+	}
+}
+
+// TestTimelineDeniedNamesOperation: when creating the timeline's temporary
+// counting consumer is refused, the error says so in words (create a
+// temporary consumer on stream "ORDERS"), not only by the consumer's
+// generated subject.
+func TestTimelineDeniedNamesOperation(t *testing.T) {
+	url := deniedServer(t, "$JS.API.CONSUMER.CREATE.>")
+	code, _, stderr, _ := runJSCTL(t, "-s", url, "--user", "u", "--password", "pw", "--timeout", "1s",
+		"stream", "timeline", "ORDERS", "--subject", "orders.us", "--buckets", "2")
+	if code != commands.ExitPermission {
+		t.Fatalf("exit %d, want %d: %s", code, commands.ExitPermission, stderr)
+	}
+	if !strings.Contains(stderr, `permission denied: this user may not create a temporary consumer on stream "ORDERS" (the server refused a publish to "$JS.API.CONSUMER.CREATE.ORDERS.jsctl_tmp_`) {
+		t.Errorf("stderr %q does not name the refused operation", stderr)
+	}
+}

@@ -1,0 +1,259 @@
+package commands_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/jsctl/jsctl/commands"
+	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// resetFixture is a server with stream ORDERS (5 messages) and the durable
+// pull consumer "billing" that has delivered nothing.
+type resetFixture struct {
+	t   *testing.T
+	url string
+	js  jetstream.JetStream
+	bin string
+}
+
+func newResetFixture(t *testing.T) *resetFixture {
+	t.Helper()
+	bin, err := exec.LookPath("jsctl") // the test binary, put in PATH by testscript.Main
+	if err != nil {
+		t.Fatalf("jsctl is not in PATH: %v", err)
+	}
+	s := testserver.Start(t)
+	js, err := jetstream.New(testserver.Connect(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testserver.Context(t, 30*time.Second)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if _, err := js.Publish(ctx, "orders.eu", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	return &resetFixture{t: t, url: s.ClientURL(), js: js, bin: bin}
+}
+
+// delivered is the consumer's delivered stream sequence (0 until moved).
+func (f *resetFixture) delivered() uint64 {
+	f.t.Helper()
+	ctx := testserver.Context(f.t, 10*time.Second)
+	c, err := f.js.Consumer(ctx, "ORDERS", "billing")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c.CachedInfo().Delivered.Stream
+}
+
+func (f *resetFixture) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(f.bin, append([]string{"consumer", "reset", "ORDERS", "billing"}, args...)...)
+	cmd.Env = append(os.Environ(), "NATS_URL="+f.url, "JSCTL_TZ=UTC", "NATS_CONTEXT=", "JSCTL_EMBEDDED=", "XDG_CONFIG_HOME="+f.t.TempDir())
+	return cmd
+}
+
+// TestPromptNeedsATerminal: /dev/null is a character device but no
+// terminal: a job that discards its output is never prompted, and its plan
+// is only printed (exit 0, nothing changed).
+func TestPromptNeedsATerminal(t *testing.T) {
+	f := newResetFixture(t)
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	cmd := f.command("--to-seq", "3")
+	var stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("reset with stdin and stdout on /dev/null: %v (stderr %q), want exit 0 without a prompt", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "Apply") || f.delivered() != 0 {
+		t.Fatalf("prompted or applied: stderr %q, delivered %d", stderr.String(), f.delivered())
+	}
+}
+
+// ptyProc is jsctl running on a pseudo-terminal, as at an interactive shell.
+type ptyProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	tty  *os.File
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan error
+}
+
+func startPTY(t *testing.T, cmd *exec.Cmd) *ptyProc {
+	t.Helper()
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
+	if err != nil {
+		t.Fatalf("start on a pty: %v", err)
+	}
+	p := &ptyProc{t: t, cmd: cmd, tty: tty, done: make(chan error, 1)}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		tty.Close()
+	})
+	return p
+}
+
+func (p *ptyProc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// waitFor waits, bounded, until the terminal shows s.
+func (p *ptyProc) waitFor(s string) {
+	p.t.Helper()
+	testserver.WaitFor(p.t, 30*time.Second, "the terminal to show "+s, func() bool { return strings.Contains(p.output(), s) })
+}
+
+func (p *ptyProc) send(s string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.tty, s); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// exit waits, at most within, for the process and returns its exit code.
+func (p *ptyProc) exit(within time.Duration) int {
+	p.t.Helper()
+	select {
+	case err := <-p.done:
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &ee):
+			return ee.ExitCode()
+		}
+		p.t.Fatalf("wait: %v", err)
+	case <-time.After(within):
+		p.t.Fatalf("jsctl still running after %s; terminal:\n%s", within, p.output())
+	}
+	return -1
+}
+
+// TestPromptPTY: at a real terminal reset shows the plan and asks; "y"
+// applies, "n" cancels (exit 6), Ctrl-C cancels at once (exit 6, without
+// waiting for Enter) and changes nothing, and --export never asks.
+func TestPromptPTY(t *testing.T) {
+	f := newResetFixture(t)
+
+	p := startPTY(t, f.command("--to-seq", "3"))
+	p.waitFor("Apply this 1 change? [y/N] ")
+	if out := p.output(); !strings.Contains(out, "billing") || strings.Contains(out, "Dry run") {
+		t.Fatalf("before the question the plan is shown, without a dry-run note:\n%s", out)
+	}
+	p.send("n\r")
+	if code := p.exit(30 * time.Second); code != commands.ExitCancelled || f.delivered() != 0 {
+		t.Fatalf("answered n: exit %d, delivered %d; terminal:\n%s", code, f.delivered(), p.output())
+	}
+	if !strings.Contains(p.output(), `reset consumers on "ORDERS": not confirmed; nothing changed`) {
+		t.Errorf("answered n: %s", p.output())
+	}
+
+	p = startPTY(t, f.command("--to-seq", "3"))
+	p.waitFor("[y/N] ")
+	p.send("\x03") // Ctrl-C: the terminal sends SIGINT
+	if code := p.exit(5 * time.Second); code != commands.ExitCancelled {
+		t.Fatalf("Ctrl-C at the prompt: exit %d, want %d; terminal:\n%s", code, commands.ExitCancelled, p.output())
+	}
+	if !strings.Contains(p.output(), "interrupted at the prompt; nothing changed") || f.delivered() != 0 {
+		t.Fatalf("Ctrl-C at the prompt: delivered %d; terminal:\n%s", f.delivered(), p.output())
+	}
+
+	export := filepath.Join(t.TempDir(), "plan.json")
+	p = startPTY(t, f.command("--to-seq", "3", "--export", export))
+	if code := p.exit(30 * time.Second); code != 0 || strings.Contains(p.output(), "[y/N]") || f.delivered() != 0 {
+		t.Fatalf("--export at a terminal: exit %d, delivered %d; terminal:\n%s", code, f.delivered(), p.output())
+	}
+	if _, err := os.Stat(export); err != nil {
+		t.Fatalf("--export at a terminal wrote no plan: %v", err)
+	}
+
+	p = startPTY(t, f.command("--to-seq", "3"))
+	p.waitFor("[y/N] ")
+	p.send("y\r")
+	if code := p.exit(30 * time.Second); code != 0 || f.delivered() != 2 {
+		t.Fatalf("answered y: exit %d, delivered %d; terminal:\n%s", code, f.delivered(), p.output())
+	}
+	if out := p.output(); !strings.Contains(out, "verified") {
+		t.Errorf("answered y: %s", out)
+	}
+}
+
+// TestPromptCancelledByContext: the prompt returns as soon as the command's
+// context ends (a signal), without waiting for a line on stdin.
+func TestPromptCancelledByContext(t *testing.T) {
+	f := newResetFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	stdin, w := io.Pipe() // never written: the answer never comes
+	defer w.Close()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- commands.Run(ctx, []string{"--server", f.url, "consumer", "reset", "ORDERS", "billing", "--to-seq", "3"}, stdin, &out, &errb, true)
+	}()
+	testserver.WaitFor(t, 30*time.Second, "the prompt", func() bool { return strings.Contains(errb.String(), "[y/N]") })
+	cancel()
+	select {
+	case code := <-done:
+		if code != commands.ExitCancelled || f.delivered() != 0 {
+			t.Fatalf("cancelled at the prompt: exit %d, delivered %d, stderr %q", code, f.delivered(), errb.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the prompt did not return when the context was cancelled")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,30 @@
+package embedded_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestLibraryDoesNotImportServer: only this package compiles nats-server;
+// programs that use the rest of the library stay small.
+func TestLibraryDoesNotImportServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	for _, pkg := range []string{"..", "../seek", "../acks", "../reset"} {
+		out, err := exec.Command(goBin, "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, "github.com/nats-io/nats-server/") {
+				t.Errorf("%s imports %s: only jsutil/embedded may import nats-server", pkg, dep)
+				break
+			}
+		}
+	}
+}
