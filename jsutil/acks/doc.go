@@ -6,46 +6,62 @@
 // # Records
 //
 // The bucket (DefaultBucket unless WithBucket) is created on first use with
-// history 1, a retention TTL for finished records (DefaultRetention) and
-// limit markers, which enable per-key TTLs. Each message gets one record,
-// keyed by a scope (DefaultScope: "STREAM.CONSUMER"; WithScope shares one
-// between consumers of the same stream) and a dedup key: the value of the
-// key header (Nats-Msg-Id unless WithKeyHeader) when present, else the
-// stream sequence. Every part is encoded with jsutil.KeyToken, so any legal
-// name or header value makes a valid key. Records store the stream sequence
-// and a payload hash.
+// history 1, limit markers (which enable per-record TTLs) and no max age:
+// every record carries its own TTL. Each message gets one record, keyed by a
+// scope (DefaultScope: "STREAM.CONSUMER"; WithScope shares one between
+// consumers of the same stream) and a dedup key: the value of the key header
+// (Nats-Msg-Id unless WithKeyHeader) when present, else the stream sequence.
+// Every part is encoded with jsutil.KeyToken, so any legal name or header
+// value makes a valid key. Records store the stream sequence and a payload
+// hash.
 //
 // # Protocol
 //
-// Every write is a compare-and-set on the key's KV revision:
+// Every write is a compare-and-set on the key's KV revision (records are
+// published to the bucket's subject with Nats-Expected-Last-Subject-Sequence
+// and Nats-TTL):
 //
-//   - claim: kv.Create with a per-key TTL, the lease. Create succeeds only
-//     on an empty key, so exactly one worker wins. The claim's revision is
-//     the fencing token handed to the handler (Delivery.Fence): it grows
-//     with every claim, so downstream systems can refuse stale writers.
-//   - renew: while the handler runs, every third of the lease the claim is
-//     written again with the revision it holds as the expected last
-//     sequence and a fresh TTL (and the message is marked in progress). A
-//     failed compare-and-set means the lease was lost: the handler's context
-//     is cancelled and nothing is acked or marked done.
-//   - done: on success the claim becomes a done record (no TTL: it lives for
-//     the bucket's retention) and then the message is double-acked.
-//   - release: on failure the claim is purged (expected revision) and the
-//     message nak'd for redelivery. On the consumer's last allowed delivery
-//     a failed record is kept instead, so the floor never covers it.
+//   - claim: "expected revision 0" with a per-record TTL, the lease, so it
+//     succeeds only on a key with no message; over a marker (released,
+//     forgotten, or a lease that ran out) or a failed record it is a
+//     compare-and-set on that revision. Exactly one worker wins. The claim's
+//     revision is the fencing token handed to the handler (Delivery.Fence):
+//     it grows with every claim, so downstream systems can refuse stale
+//     writers. Consume claims a message as it is fetched (see Consume).
+//   - renew: while the handler runs, claims are rewritten with the revision
+//     held and a fresh TTL (see MinReplicatedLease for the timing and what
+//     it guarantees). A failed compare-and-set means the lease was lost: the
+//     handler's context is cancelled and nothing is acked or marked done.
+//   - done: on success the claim becomes a done record with the retention
+//     as its TTL (WithRetention, DefaultRetention), then the message is
+//     acked (a plain ack: a lost ack only causes a redelivery, which the
+//     done record catches).
+//   - failed: on failure the claim becomes a failed record with the reason
+//     and the count of failures, and the message is nak'd with a delay that
+//     doubles per failure (WithRetryDelay). At WithMaxFailures failures, or
+//     on the consumer's last allowed delivery (MaxDeliver), the failed
+//     record is final and the message is terminated. A handler that cannot
+//     run for a message (CannotRun, a corrupt record) ends the same way after
+//     WithMaxCannotRun deliveries. No message is ever redelivered in a tight
+//     loop.
 //   - expiry: a dead worker's claim is removed by the server when its TTL
-//     runs out, leaving a limit marker; the next delivery claims it again.
+//     runs out, leaving a marker; the next delivery claims it again.
 //
 // A delivery that finds a done record acks without running the handler
 // (Duplicate; Result.Mismatch reports a different payload under the same
 // key). One that finds another worker's live claim is nak'd with a delay
-// (Busy) rather than run.
+// (Busy) rather than run. One that finds a failed record takes it over and
+// runs again.
 //
-// Each scope has a floor record: the consumer's ack floor, advanced by
-// compare-and-set as Consume runs. Every message at or below it is done, so
-// its done records can be compacted (Store.Compact); a message at or below
-// the floor without a record counts as done, and a recreated consumer can
-// start after it (Store.Floor). Store.ForgetRange deletes the records of a
-// range of stream sequences and lowers the floor, so that a rewind really
-// runs those messages again.
+// # Floors
+//
+// Each consumer has a floor record in each scope it uses (see Floor): the
+// ranges of stream sequences whose messages it proved handled, from its
+// ack floor, with its filters. A claimed message that its consumer's floor
+// covers was handled before and its record compacted or expired: it is a
+// duplicate (Result.BelowFloor). The floor of one consumer never decides for
+// another, a floor past the stream's end is corrupt and ignored, and
+// Store.ForgetRange lowers the floors of a scope so that a rewind really
+// runs the forgotten messages again. Store.Compact deletes the done records
+// every floor of their scope covers.
 package acks
