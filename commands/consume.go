@@ -30,6 +30,7 @@ type ConsumeCmd struct {
 	IdempotentSubjects []string      `name:"idempotent-subjects" placeholder:"PATTERN" help:"Keep records only for subjects matching PATTERN (repeatable; default all). Others are processed at least once."`
 	RetryDelay         time.Duration `name:"retry-delay" default:"1s" placeholder:"D" help:"First delay before a failed message is redelivered; it doubles with each failed delivery, up to 1m (at least 100ms)."`
 	MaxFailures        int           `name:"max-failures" default:"0" placeholder:"N" help:"End a message that failed N times: keep a failed record and terminate it (default: the consumer's max deliver)."`
+	Progress           bool          `name:"progress" default:"true" negatable:"" help:"At a terminal, show a status line on stderr (counts, rate, pending, lag); --no-progress or --progress=false turns it off."`
 }
 
 // Help is the long help of consume.
@@ -176,9 +177,13 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	status := newConsumeStatus(env, c.Progress)
+	status.watch(ctx, cons)
+	stderr := status.writer(env.Stderr)
 	var mu sync.Mutex // serialises output lines and the commands' output
-	out := &lockedWriter{mu: &mu, w: env.Stderr}
+	out := &lockedWriter{mu: &mu, w: stderr}
 	onResult := func(r acks.Result) {
+		status.add(r)
 		mu.Lock()
 		defer mu.Unlock()
 		if p.JSON {
@@ -187,9 +192,9 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 		}
 		switch {
 		case r.Action == acks.Failed && r.Err != nil:
-			fmt.Fprintf(env.Stderr, "jsctl: message %d (%s): failed: %v%s\n", r.Seq, Escape(r.Subject), r.Err, failNote(r))
+			fmt.Fprintf(stderr, "jsctl: message %d (%s): failed: %v%s\n", r.Seq, Escape(r.Subject), r.Err, failNote(r))
 		case r.Mismatch:
-			fmt.Fprintf(env.Stderr, "jsctl: message %d (%s): key %q was done for message %d with a different payload; skipped as a duplicate\n", r.Seq, Escape(r.Subject), r.Key, r.RecordSeq)
+			fmt.Fprintf(stderr, "jsctl: message %d (%s): key %q was done for message %d with a different payload; skipped as a duplicate\n", r.Seq, Escape(r.Subject), r.Key, r.RecordSeq)
 		}
 	}
 	opts := []acks.ConsumeOption{
@@ -211,6 +216,7 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 			return c.runExec(hctx, d, out)
 		}, opts...)
 	}
+	status.close()
 	if err != nil && sum.Handled()+sum.Busy == 0 {
 		return err
 	}
