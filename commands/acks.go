@@ -144,6 +144,23 @@ func stateText(r acks.Record) string {
 	return s
 }
 
+// forgetWithProgress deletes recs in chunks, with a progress bar at a
+// terminal, and returns how many it deleted.
+func forgetWithProgress(ctx context.Context, env *Env, st *acks.Store, recs []acks.Record, what string) (int, error) {
+	bar := env.Progress(what)
+	defer bar.Done()
+	n := 0
+	for start := 0; start < len(recs); start += 64 {
+		k, err := st.Forget(ctx, recs[start:min(start+64, len(recs))])
+		n += k
+		if err != nil {
+			return n, err
+		}
+		bar.Set(min(start+64, len(recs)), len(recs))
+	}
+	return n, nil
+}
+
 // reportCorrupt notes a corrupt record on standard error.
 func reportCorrupt(env *Env, err error) {
 	fmt.Fprintf(env.Stderr, "jsctl: warning: %v (skipped)\n", err)

@@ -15,10 +15,11 @@ type AcksCompactCmd struct {
 
 // Help is the long help of acks compact.
 func (AcksCompactCmd) Help() string {
-	return `Deletes the done records at or below each scope's floor. The floor is the
-consumer's ack floor, recorded by jsctl consume: every message at or below it is
-done, and a redelivered message at or below it with no record still counts as
-done, so these records are no longer needed. Claims and failed records are kept.
+	return `Deletes the done records that every floor of their scope covers. A floor is what
+jsctl consume records for each consumer of a scope: the messages it proved handled
+(from the consumer's ack floor). A redelivered message its consumer's floor covers
+counts as done without its record, so these records are no longer needed. Claims
+and failed records are kept. At a terminal a progress bar shows the deletions.
 
 Examples:
   jsctl acks compact
@@ -58,7 +59,11 @@ func (c *AcksCompactCmd) Run(ctx context.Context, env *Env) error {
 		if err != nil {
 			return err
 		}
-		n, err := st.Compact(ctx, sc)
+		recs, err := st.Compactable(ctx, sc)
+		if err != nil {
+			return err
+		}
+		n, err := forgetWithProgress(ctx, env, st, recs, "compacting scope "+acks.ScopeDisplay(sc))
 		if err != nil {
 			return fmt.Errorf("compact scope %q: %w", acks.ScopeDisplay(sc), err)
 		}

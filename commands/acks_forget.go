@@ -91,7 +91,7 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 		newFloor = min(newFloor, r.Seq-1)
 	}
 	if c.Execute {
-		n, err := st.Forget(ctx, recs)
+		n, err := forgetWithProgress(ctx, env, st, recs, "forgetting records of scope "+out.Scope)
 		out.Forgotten = n
 		if err == nil && newFloor < floor {
 			err = st.LowerFloors(ctx, scope, newFloor+1)

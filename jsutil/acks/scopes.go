@@ -89,9 +89,19 @@ func compactable(floors []Floor, seq uint64) bool {
 // covers: a redelivery of such a message still counts as a duplicate. It
 // returns how many it deleted.
 func (s *Store) Compact(ctx context.Context, scope string) (int, error) {
+	recs, err := s.Compactable(ctx, scope)
+	if err != nil {
+		return 0, err
+	}
+	return s.forget(ctx, recs)
+}
+
+// Compactable lists the done records of scope that Compact would delete
+// (Forget deletes them).
+func (s *Store) Compactable(ctx context.Context, scope string) ([]Record, error) {
 	floors, err := s.checkedFloors(ctx, scope)
 	if err != nil || len(floors) == 0 {
-		return 0, err
+		return nil, err
 	}
 	var recs []Record
 	err = s.scanRecords(ctx, scope, func(r Record) error {
@@ -101,9 +111,9 @@ func (s *Store) Compact(ctx context.Context, scope string) (int, error) {
 		return nil
 	}, nil)
 	if err != nil {
-		return 0, fmt.Errorf("compact ack records of scope %q: %w", ScopeDisplay(scope), err)
+		return nil, fmt.Errorf("compact ack records of scope %q: %w", ScopeDisplay(scope), err)
 	}
-	return s.forget(ctx, recs)
+	return recs, nil
 }
 
 // ScopeStats summarises one scope.
