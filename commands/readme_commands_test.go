@@ -33,10 +33,10 @@ import (
 // The line runs in bash, in README order, in one working directory, with the
 // test binary as jsctl on PATH, against readmeFixture: a server (NATS_URL)
 // with stream ORDERS (orders.>, 50 messages with Nats-Msg-Id order-1185 to
-// order-1234), the durable pull consumer "billing" and the paused consumer
-// "audit"; $DIR is the store of
+// order-1234), the durable pull consumers "billing" and "loader" and the
+// paused consumer "audit"; $DIR is the store of
 // `jsctl demo --messages 30 --gap 50ms --keep`; ./data holds a stream ORDERS
-// for the serve example. Stubs for jq and curl are on PATH.
+// for the serve example. Stubs for jq, curl and psql are on PATH.
 type readmeCase struct {
 	exit int // the exit code the README implies
 	// synopsis marks a syntax line (placeholders in capitals, optional
@@ -84,6 +84,13 @@ var readmeCases = map[string]readmeCase{
 		run: "jsctl consume ORDERS billing --exec 'jq .total >> totals' --idle 1s --json", why: "a shorter --idle keeps the test fast"},
 	`jsctl consume ORDERS billing --exec 'curl -fsS --data-binary @- "$URL"' --key-header Order-Id`: {
 		run: `jsctl consume ORDERS billing --exec 'curl -fsS --data-binary @- "$URL"' --key-header Order-Id --idle 1s`, why: "without --idle it runs until stopped"},
+
+	"jsctl consume ORDERS billing --batch 100 --exec './load-batch.sh'": {
+		run: "jsctl consume ORDERS billing --batch 100 --exec './load-batch.sh' --idle 1s", why: "without --idle it runs until stopped"},
+	`jsctl consume ORDERS loader --batch 500 --exec 'jq -r "[.seq, .data] | @csv" | psql "$DB" -v ON_ERROR_STOP=1 -c "\copy orders_raw(seq, doc) FROM pstdin WITH (FORMAT csv)"'`: {
+		run: `jsctl consume ORDERS loader --batch 500 --idle 1s --exec 'jq -r "[.seq, .data] | @csv" | psql "$DB" -v ON_ERROR_STOP=1 -c "\copy orders_raw(seq, doc) FROM pstdin WITH (FORMAT csv)"'`, why: "without --idle it runs until stopped"},
+	`jsctl consume ORDERS loader --batch 100 --exec 'jq -c "{seq, ok: ((.data | fromjson | .total) != null)}"'`: {
+		run: `jsctl consume ORDERS loader --batch 100 --idle 1s --exec 'jq -c "{seq, ok: ((.data | fromjson | .total) != null)}"'`, why: "without --idle it runs until stopped"},
 
 	"jsctl acks ls [--scope ORDERS.billing] [--state claim|done|failed] [--from-seq N] [--to-seq N] [--since T] [--until T]": {
 		synopsis: true, run: "jsctl acks ls --scope ORDERS.billing --state done --from-seq 40 --to-seq 45 --since -1h --until now"},
@@ -297,8 +304,10 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 	}
 	ctx := testserver.Context(t, 60*time.Second)
 	fillReadmeStream(t, ctx, js)
-	if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"billing", "loader"} {
+		if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	paused := time.Now().Add(24 * time.Hour)
 	if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "audit", AckPolicy: jetstream.AckExplicitPolicy, PauseUntil: &paused}); err != nil {
@@ -313,9 +322,11 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 		}
 	}
 	for name, body := range map[string]string{
-		filepath.Join(stubs, "jq"):    "#!/bin/sh\ncat >/dev/null\necho 1\n",
-		filepath.Join(stubs, "curl"):  "#!/bin/sh\ncat >/dev/null\n",
-		filepath.Join(dir, "bill.sh"): "#!/bin/sh\ncat >/dev/null\n",
+		filepath.Join(stubs, "jq"):          "#!/bin/sh\ncat >/dev/null\necho 1\n",
+		filepath.Join(stubs, "curl"):        "#!/bin/sh\ncat >/dev/null\n",
+		filepath.Join(stubs, "psql"):        "#!/bin/sh\ncat >/dev/null\n",
+		filepath.Join(dir, "bill.sh"):       "#!/bin/sh\ncat >/dev/null\n",
+		filepath.Join(dir, "load-batch.sh"): "#!/bin/sh\ncat >/dev/null\n",
 	} {
 		if err := os.WriteFile(name, []byte(body), 0o755); err != nil {
 			t.Fatal(err)
