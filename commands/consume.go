@@ -138,19 +138,11 @@ type consumeLineJSON struct {
 // consumeSummaryJSON is consume's final --json line.
 type consumeSummaryJSON struct {
 	Summary struct {
-		Stream           string   `json:"stream"`
-		Consumer         string   `json:"consumer"`
-		Scope            string   `json:"scope"`
-		Bucket           string   `json:"bucket"`
-		Processed        int      `json:"processed"`
-		Duplicates       int      `json:"duplicates"`
-		Failed           int      `json:"failed"`
-		FailedDeliveries int      `json:"failed_deliveries"`
-		Terminated       int      `json:"terminated"`
-		Busy             int      `json:"busy"`
-		Mismatches       int      `json:"mismatches"`
-		Floor            uint64   `json:"floor"`
-		Warnings         []string `json:"warnings"`
+		Stream   string `json:"stream"`
+		Consumer string `json:"consumer"`
+		Scope    string `json:"scope"`
+		Bucket   string `json:"bucket"`
+		acks.Summary
 	} `json:"summary"`
 }
 
@@ -263,9 +255,7 @@ func (c *ConsumeCmd) printSummary(p *Printer, stderr io.Writer, scope string, su
 	if p.JSON {
 		var s consumeSummaryJSON
 		s.Summary.Stream, s.Summary.Consumer, s.Summary.Scope, s.Summary.Bucket = c.Stream, c.Consumer, acks.ScopeDisplay(scope), c.Bucket
-		s.Summary.Processed, s.Summary.Duplicates, s.Summary.Failed = sum.Processed, sum.Duplicates, sum.Failed
-		s.Summary.FailedDeliveries, s.Summary.Terminated = sum.FailedDeliveries, sum.Terminated
-		s.Summary.Busy, s.Summary.Mismatches, s.Summary.Floor, s.Summary.Warnings = sum.Busy, sum.Mismatches, sum.Floor, sum.Warnings
+		s.Summary.Summary = sum
 		return p.PrintJSONLine(s)
 	}
 	for _, w := range sum.Warnings {

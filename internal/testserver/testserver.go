@@ -232,6 +232,22 @@ func JetStream(t testing.TB) jetstream.JetStream {
 	return js
 }
 
+// JetStream returns a JetStream handle on a connection to every node of
+// the cluster (with opts), closed when the test ends.
+func (c *Cluster) JetStream(opts ...nats.Option) jetstream.JetStream {
+	c.t.Helper()
+	nc, err := nats.Connect(c.URLs(), opts...)
+	if err != nil {
+		c.t.Fatalf("connect to the cluster: %v", err)
+	}
+	c.t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		c.t.Fatalf("open jetstream: %v", err)
+	}
+	return js
+}
+
 // Context returns a context that ends after d, or when the test ends.
 func Context(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)

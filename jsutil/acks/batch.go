@@ -102,7 +102,6 @@ func (l *loop) collect() []*job {
 // runBatch claims every message of the batch (pipelined), runs the
 // handler on those admitted, and finishes each message.
 func (l *loop) runBatch(work context.Context, batch []*job) {
-	c := &l.c.processConfig
 	start := time.Now()
 	for _, j := range batch {
 		l.freshen(j)
@@ -133,18 +132,7 @@ func (l *loop) runBatch(work context.Context, batch []*job) {
 		if herr == nil && results != nil {
 			herr = results[i]
 		}
-		switch {
-		case j.res.LeaseLost:
-			l.s.leaseLost(j, c)
-		case herr != nil:
-			l.s.handlerFailed(work, j, c, herr)
-		case !j.d.Idempotent:
-			l.s.finishDone(work, j, c)
-		default:
-			l.doneAsync(work, j)
-			continue
-		}
-		l.finish(j)
+		l.conclude(work, j, herr)
 	}
 }
 

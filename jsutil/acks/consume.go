@@ -413,21 +413,28 @@ func (l *loop) worker(ctx, work context.Context) {
 		}
 		hctx, set := l.leases.hold(work, []*job{j})
 		herr := l.h(hctx, j.d)
-		lost := l.leases.release(set)
+		l.leases.release(set)
 		l.handled(j, start)
-		switch {
-		case lost:
-			l.s.leaseLost(j, c)
-		case herr != nil:
-			l.s.handlerFailed(work, j, c, herr)
-		case !j.d.Idempotent:
-			l.s.finishDone(work, j, c)
-		default:
-			l.doneAsync(work, j)
-			continue
-		}
-		l.finish(j)
+		l.conclude(work, j, herr)
 	}
+}
+
+// conclude finishes a message whose handler ran: a lost lease, a failure,
+// or done (for a record, asynchronously: the completer finishes it).
+func (l *loop) conclude(work context.Context, j *job, herr error) {
+	c := &l.c.processConfig
+	switch {
+	case j.res.LeaseLost:
+		l.s.leaseLost(j, c)
+	case herr != nil:
+		l.s.handlerFailed(work, j, c, herr)
+	case !j.d.Idempotent:
+		l.s.finishDone(work, j, c)
+	default:
+		l.doneAsync(work, j)
+		return
+	}
+	l.finish(j)
 }
 
 // freshen marks a message that waited long in the queue as in progress,

@@ -9,7 +9,15 @@ import (
 // range ending below the consumer's ack floor is not extended: the gap is
 // not proven) and keeps a copy of it.
 func (l *loop) startFloor(ctx context.Context) {
-	p := floorPosOf(l.info, true)
+	l.moveFloor(ctx, floorPosOf(l.info, true))
+}
+
+// moveFloor advances the floor to p, keeps a copy, and reports a corrupt
+// floor it replaced; it reports whether the floor was written.
+func (l *loop) moveFloor(ctx context.Context, p floorPos) bool {
+	l.mu.Lock()
+	p.lastSeq = max(p.lastSeq, l.lastSeq)
+	l.mu.Unlock()
 	f, corrupt, err := l.s.advanceFloor(ctx, l.ref, p)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -17,9 +25,11 @@ func (l *loop) startFloor(ctx context.Context) {
 	if corrupt != "" {
 		l.warnLocked("the floor of consumer " + l.name + " in scope " + ScopeDisplay(l.ref.Scope) + " was corrupt and was replaced: " + corrupt)
 	}
-	if err == nil {
-		l.floor = f
+	if err != nil {
+		return false
 	}
+	l.floor = f
+	return true
 }
 
 // advanceFloor extends the consumer's floor to its ack floor when something
@@ -42,28 +52,12 @@ func (l *loop) advanceFloor(ctx context.Context, settle bool) {
 		}
 		info, err = l.cons.Info(ctx)
 	}
-	if err != nil {
-		l.mu.Lock()
-		l.progress = true // try again next time
-		l.mu.Unlock()
+	if err == nil && l.moveFloor(ctx, floorPosOf(info, false)) {
 		return
 	}
-	p := floorPosOf(info, false)
 	l.mu.Lock()
-	p.lastSeq = max(p.lastSeq, l.lastSeq)
+	l.progress = true // try again next time
 	l.mu.Unlock()
-	f, corrupt, err := l.s.advanceFloor(ctx, l.ref, p)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lastSeq = max(l.lastSeq, p.lastSeq)
-	if corrupt != "" {
-		l.warnLocked("the floor of consumer " + l.name + " in scope " + ScopeDisplay(l.ref.Scope) + " was corrupt and was replaced: " + corrupt)
-	}
-	if err != nil {
-		l.progress = true
-		return
-	}
-	l.floor = f
 }
 
 // covered implements floorSource with the loop's copy of the floor: only a

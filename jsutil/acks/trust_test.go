@@ -13,7 +13,6 @@ import (
 
 	"github.com/jsctl/jsctl/internal/testserver"
 	"github.com/jsctl/jsctl/jsutil/acks"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -234,16 +233,7 @@ func TestForwardMoveIsNotCovered(t *testing.T) {
 
 // On a replicated bucket a lease must outlast an election.
 func TestShortLeaseRefusedOnReplicatedBucket(t *testing.T) {
-	c := testserver.StartCluster(t, 3)
-	nc, err := nats.Connect(c.URLs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testserver.StartCluster(t, 3).JetStream()
 	ctx := testCtx(t, 60*time.Second)
 	addStream(t, js, "ORDERS", 3)
 	st, err := acks.Open(ctx, js, acks.WithReplicas(3))

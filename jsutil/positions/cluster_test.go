@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/internal/testserver"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -17,15 +16,7 @@ func TestClusterR3(t *testing.T) {
 		t.Skip("cluster test")
 	}
 	c := testserver.StartCluster(t, 3)
-	nc, err := nats.Connect(c.URLs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := c.JetStream()
 	ctx := testserver.Context(t, 60*time.Second)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
 		t.Fatal(err)
