@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -162,6 +163,9 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	cons, err := cl.JS.Consumer(ctx, c.Stream, c.Consumer)
+	if errors.Is(err, jetstream.ErrNotPullConsumer) {
+		return jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q is a push consumer: consume needs a pull consumer", c.Consumer, c.Stream)
+	}
 	if err != nil {
 		return jsutil.Wrap(err, "consume from consumer %q on stream %q", c.Consumer, c.Stream)
 	}
