@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -298,5 +299,41 @@ func TestConsumeSIGINTFinishesInFlight(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), fmt.Sprintf(`"processed":%d,`, len(starts))) {
 		t.Errorf("summary does not count %d processed:\n%s", len(starts), out)
+	}
+}
+
+// The exit rule: a signal is a normal way to stop consume. SIGTERM after
+// some messages failed exits 1 (they will be redelivered), not 6; SIGTERM
+// with no failure exits 0.
+func TestConsumeSIGTERMExitRule(t *testing.T) {
+	e := newConsumeEnv(t, 20, 30*time.Second)
+	for _, tc := range []struct {
+		exec string
+		want int
+	}{
+		{`echo "start $JSCTL_SEQ" >> "$HANDLER_LOG"; exit 3`, 1},
+		{`echo "start $JSCTL_SEQ" >> "$HANDLER_LOG"; sleep 0.1`, 0},
+	} {
+		before := e.count("start ")
+		cmd := exec.Command(e.bin, "consume", "ORDERS", "c", "--exec", tc.exec, "--retry-delay", "10s")
+		cmd.Env = append(os.Environ(), "NATS_URL="+e.url, "HANDLER_LOG="+e.log, "NATS_CONTEXT=", "JSCTL_EMBEDDED=")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		testserver.WaitFor(t, 30*time.Second, "handlers ran", func() bool { return e.count("start ") >= before+3 })
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		if code != tc.want {
+			t.Errorf("%q stopped by SIGTERM exited %d, want %d:\n%s", tc.exec, code, tc.want, out.String())
+		}
 	}
 }
