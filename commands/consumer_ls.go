@@ -19,6 +19,11 @@ func (ConsumerLsCmd) Help() string {
 message, and its lag: messages not yet acknowledged, and how far behind real
 time its ack floor is. --json prints full records (configuration included).
 
+A consumer with a change left unfinished by an interrupted run is named in a
+warning on stderr (in --json, its "unfinished_change" field), with the
+command that finishes it; one that such a change deleted is listed as
+"missing" ("missing": true).
+
 Examples:
   jsctl consumer ls ORDERS
   jsctl consumer ls ORDERS --json`
@@ -37,12 +42,23 @@ func (c *ConsumerLsCmd) Run(ctx context.Context, env *Env) error {
 	if p.JSON {
 		return p.PrintJSON(list)
 	}
+	var pending []reset.Unfinished
+	for _, s := range list {
+		if s.Unfinished != nil {
+			pending = append(pending, *s.Unfinished)
+		}
+	}
+	warnUnfinished(env, p, pending)
 	if len(list) == 0 {
 		p.Printf("No consumers on stream %s.\n", c.Stream)
 		return nil
 	}
 	var rows [][]string
 	for _, s := range list {
+		if s.Missing {
+			rows = append(rows, []string{s.Consumer, "missing", "-", "-", "-", "-", "-", "-", "-", "-", "-"})
+			continue
+		}
 		rows = append(rows, []string{
 			s.Consumer, consumerKind(s), u64(s.Delivered), u64(s.AckFloor), optTime(p, s.AckFloorTime),
 			u64(s.Pending), strconv.Itoa(s.AckPending), strconv.Itoa(s.Waiting),

@@ -50,6 +50,7 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"consumer-config":         cmdConsumerConfig,
 		"kv-add":                  cmdKVAdd,
 		"kv-put":                  cmdKVPut,
+		"consumer-intent":         cmdConsumerIntent,
 	}
 }
 

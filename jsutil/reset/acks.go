@@ -11,22 +11,18 @@ import (
 // ackStore opens the ack-record bucket once per plan; a missing bucket is
 // nil (no records).
 func (p *planner) ackStore(ctx context.Context) (*acks.Store, error) {
-	if p.acksOpened {
-		return p.acks, nil
-	}
-	bucket := p.opts.AcksBucket
-	if bucket == "" {
-		bucket = acks.DefaultBucket
-	}
-	s, err := acks.OpenExisting(ctx, p.js, bucket)
-	if errors.Is(err, jsutil.ErrNotFound) {
-		s, err = nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	p.acks, p.acksOpened = s, true
-	return s, nil
+	p.acksOnce.Do(func() {
+		bucket := p.opts.AcksBucket
+		if bucket == "" {
+			bucket = acks.DefaultBucket
+		}
+		s, err := acks.OpenExisting(ctx, p.js, bucket)
+		if errors.Is(err, jsutil.ErrNotFound) {
+			s, err = nil, nil
+		}
+		p.acks, p.acksErr = s, err
+	})
+	return p.acks, p.acksErr
 }
 
 // ackRange is the scope and the range of stream sequences the change
