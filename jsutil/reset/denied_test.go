@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -229,14 +230,24 @@ func TestServerDownMidRecreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := s.Addr().(*net.TCPAddr).Port
+	var mu sync.Mutex // s is replaced by a restart on a timer
 	restart := func() {
-		s, err = testserver.New(dir, func(o *server.Options) { o.Port = port })
+		ns, err := testserver.New(dir, func(o *server.Options) { o.Port = port })
 		if err != nil {
 			t.Error(err)
+			return
 		}
+		mu.Lock()
+		s = ns
+		mu.Unlock()
+	}
+	current := func() *server.Server {
+		mu.Lock()
+		defer mu.Unlock()
+		return s
 	}
 	t.Cleanup(func() {
-		if s != nil {
+		if s := current(); s != nil {
 			s.Shutdown()
 			s.WaitForShutdown()
 		}
@@ -254,7 +265,7 @@ func TestServerDownMidRecreate(t *testing.T) {
 	addConsumer(t, js, "ORDERS", rich("gone"))
 	before := configWithoutStart(t, js, "ORDERS", "back")
 	beforeGone := configWithoutStart(t, js, "ORDERS", "gone")
-	stop := func() error { s.Shutdown(); s.WaitForShutdown(); return nil }
+	stop := func() error { s := current(); s.Shutdown(); s.WaitForShutdown(); return nil }
 
 	// Back in time: finished in the same run.
 	opts := Options{Method: Recreate, Timeout: 500 * time.Millisecond, Settle: 20 * time.Second, beforeCreate: func() error {
@@ -282,7 +293,7 @@ func TestServerDownMidRecreate(t *testing.T) {
 	// goes); the server comes back; recover runs.
 	nc.Close()
 	restart()
-	nc = testserver.Connect(t, s)
+	nc = testserver.Connect(t, current())
 	js, _ = jetstream.New(nc)
 	r, err := PlanRecover(testCtx(t), js, "ORDERS", nil, Options{})
 	if err != nil {

@@ -142,9 +142,7 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 		c.state = st
 		in.Config, in.Created = st.raw.json(), st.createdAt()
 		in.FromStart = startOf(st.info.Config)
-		if err := x.forgetAcks(ctx, c); err != nil {
-			return err
-		}
+		in.Forget = x.forgetRange(c)
 		if c.Method == Reset && x.lacksAPI.Load() && x.opts.Method == Auto {
 			c.Method, c.Reason = Recreate, "the server has no consumer reset API"
 		}
@@ -159,6 +157,9 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 	c.ChangeID = in.ID
 	if x.crash("intent") {
 		return errCrashed
+	}
+	if err := x.forgetAcks(ctx, c, in.Forget); err != nil {
+		return x.conclude(ctx, c, in, unchanged, err)
 	}
 	var out outcome
 	var err error

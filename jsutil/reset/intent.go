@@ -57,10 +57,12 @@ type Intent struct {
 	UndoOf uint64 `json:"undo_of,omitempty"`
 	// Hold names the consumer that keeps interest in an interest stream's
 	// messages while the consumer is recreated.
-	Hold string    `json:"hold,omitempty"`
-	Time time.Time `json:"time"`
-	User string    `json:"user"`
-	Host string    `json:"host"`
+	Hold string `json:"hold,omitempty"`
+	// Forget is the range of ack records the change forgets first.
+	Forget *Forget   `json:"forget_acks,omitempty"`
+	Time   time.Time `json:"time"`
+	User   string    `json:"user"`
+	Host   string    `json:"host"`
 
 	revision uint64
 }

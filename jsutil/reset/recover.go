@@ -246,6 +246,12 @@ func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange) err
 		return nil
 	}
 	c := rc.change()
+	if rc.Action != ActRecord {
+		// The records a change forgets go before it moves the consumer.
+		if err := x.forgetAcks(ctx, c, in.Forget); err != nil {
+			return err
+		}
+	}
 	var out outcome
 	switch rc.Action {
 	case ActRecord:
