@@ -38,13 +38,7 @@ func PlanMoves(ctx context.Context, js jetstream.JetStream, stream string, moves
 	}
 	target := Target{Kind: ToSaved}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: stream, Target: target, Skipped: []string{}}
-	pending, err := p.unfinished(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, in := range pending {
-		plan.Unfinished = append(plan.Unfinished, in.unfinished())
-	}
+	pending, pendingErr := p.unfinished(ctx)
 	plan.Changes = make([]*Change, len(moves))
 	err = p.each(ctx, len(moves), func(i int) error {
 		m := moves[i]
@@ -80,6 +74,7 @@ func PlanMoves(ctx context.Context, js jetstream.JetStream, stream string, moves
 	if err != nil {
 		return nil, err
 	}
+	plan.noteUnfinished(pending, pendingErr)
 	return plan, nil
 }
 

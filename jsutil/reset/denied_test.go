@@ -86,6 +86,29 @@ func TestDeniedDeleteChangesNothing(t *testing.T) {
 	}
 }
 
+// TestIntentBucketDenied: a user who may not use the intent bucket still
+// gets a plan (saying the check was not possible), but no change: a change
+// without its intent record is never made.
+func TestIntentBucketDenied(t *testing.T) {
+	js := deniedJS(t, "$JS.API.STREAM.INFO.KV_"+IntentBucket, "$JS.API.STREAM.CREATE.KV_"+IntentBucket)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 10, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "c"})
+	fetch(t, js, "ORDERS", "c", 6)
+	opts := Options{Timeout: 300 * time.Millisecond}
+	p := mustPlan(t, js, "ORDERS", []string{"c"}, Target{Kind: ToSeq, Seq: 2}, opts)
+	if w := p.Changes[0].Warnings; len(w) != 1 || !strings.Contains(w[0], "could not check for unfinished changes") {
+		t.Fatalf("warnings %v", w)
+	}
+	err := Execute(testCtx(t), js, p, opts)
+	if !errors.Is(err, jsutil.ErrPermission) || !strings.Contains(err.Error(), "write the intent record") || !strings.Contains(err.Error(), "nothing changed") {
+		t.Fatalf("got %v", err)
+	}
+	if got := position(t, js, "ORDERS", "c"); got != [2]uint64{6, 6} {
+		t.Fatalf("consumer moved to %v", got)
+	}
+}
+
 // TestForcedResetWithLivePuller: a puller keeps taking messages while the
 // consumer is reset under --force; the reset is verified from the server's
 // reply, and what the puller took since is reported.

@@ -40,13 +40,7 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 		return nil, jsutil.Wrap(err, "reset consumers on %q", saved.Stream)
 	}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: saved.Stream, Target: saved.Target, Changes: []*Change{}}
-	pending, err := p.unfinished(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, in := range pending {
-		plan.Unfinished = append(plan.Unfinished, in.unfinished())
-	}
+	pending, pendingErr := p.unfinished(ctx)
 	for _, s := range saved.Changes {
 		c, err := p.newChange(ctx, s.Consumer)
 		if s.Method == Create {
@@ -89,5 +83,6 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 		refuseUnfinished(c, pending)
 		plan.Changes = append(plan.Changes, c)
 	}
+	plan.noteUnfinished(pending, pendingErr)
 	return plan, nil
 }

@@ -152,6 +152,7 @@ func (s *intents) open(ctx context.Context, create bool) (jetstream.KeyValue, er
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	kv, err := s.js.KeyValue(ctx, s.bucket)
+	err = jsutil.RequestError(s.js.Conn(), apiPrefix(s.js)+"STREAM.INFO.KV_"+s.bucket, err)
 	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
 		kv, err = s.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      s.bucket,
@@ -162,6 +163,7 @@ func (s *intents) open(ctx context.Context, create bool) (jetstream.KeyValue, er
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = s.js.KeyValue(ctx, s.bucket)
 		}
+		err = jsutil.RequestError(s.js.Conn(), apiPrefix(s.js)+"STREAM.CREATE.KV_"+s.bucket, err)
 	}
 	if err != nil {
 		return nil, err

@@ -241,10 +241,26 @@ func (p *planner) each(ctx context.Context, n int, fn func(i int) error) error {
 	return nil
 }
 
-// unfinished reads the stream's unfinished changes (nil and a warning-worthy
-// error when the bucket cannot be read).
+// unfinished reads the stream's unfinished changes.
 func (p *planner) unfinished(ctx context.Context) ([]*Intent, error) {
 	return p.intents.list(ctx, p.info.Config.Name, nil)
+}
+
+// noteUnfinished lists the unfinished changes in the plan. When they could
+// not be read (the user may not read the bucket), each change says so: the
+// plan is still made, and executing it needs the bucket anyway.
+func (plan *Plan) noteUnfinished(pending []*Intent, err error) {
+	for _, in := range pending {
+		plan.Unfinished = append(plan.Unfinished, in.unfinished())
+	}
+	if err == nil {
+		return
+	}
+	for _, c := range plan.Changes {
+		if c != nil {
+			c.warn("could not check for unfinished changes: %v", err)
+		}
+	}
 }
 
 // NewPlan plans moving consumers of stream to target: the named consumers,
@@ -299,12 +315,6 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 		return nil
 	})
 	wg.Wait()
-	if pendingErr != nil {
-		return nil, pendingErr
-	}
-	for _, in := range pending {
-		plan.Unfinished = append(plan.Unfinished, in.unfinished())
-	}
 	for i, name := range consumers {
 		c := plan.Changes[i]
 		if in := intentOf(pending, name); in != nil && (errors.Is(errs[i], jsutil.ErrNotFound) || c != nil && c.Method == Create) {
@@ -318,6 +328,7 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 		refuseUnfinished(c, pending)
 		plan.Changes[i] = c
 	}
+	plan.noteUnfinished(pending, pendingErr)
 	return plan, nil
 }
 
