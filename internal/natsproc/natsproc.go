@@ -47,7 +47,8 @@ type Options struct {
 	// Config is extra top-level configuration: accounts, authorization,
 	// users and their permissions.
 	Config string
-	// StoreDir is the JetStream store (default: a directory of the test's).
+	// StoreDir is the JetStream store (default: a directory of the test's;
+	// StartCluster gives each node its own).
 	StoreDir string
 }
 

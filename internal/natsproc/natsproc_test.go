@@ -30,6 +30,9 @@ func connect(t *testing.T, url string) (*nats.Conn, jetstream.JetStream) {
 // TestKillRestart: a killed server process is gone (by its PID); restarted,
 // it is back on the same port with what it had stored.
 func TestKillRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs nats-server")
+	}
 	s := natsproc.Start(t, natsproc.Options{JetStream: "sync_interval: always"})
 	_, js := connect(t, s.URL())
 	ctx := testserver.Context(t, 30*time.Second)
@@ -112,6 +115,9 @@ func TestClusterLeaders(t *testing.T) {
 
 // TestBinaryCached: the binary is built once and reused.
 func TestBinaryCached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds nats-server")
+	}
 	a := natsproc.Binary(t)
 	b := natsproc.Binary(t)
 	if a != b {
