@@ -17,6 +17,7 @@ type ConsumerCmd struct {
 	Info     ConsumerInfoCmd     `cmd:"" help:"Show one consumer's position, lag and configuration."`
 	Reset    ConsumerResetCmd    `cmd:"" help:"Move durable consumers to a time or sequence (plan first, undoable)."`
 	History  ConsumerHistoryCmd  `cmd:"" help:"List a consumer's recorded resets."`
+	Recover  ConsumerRecoverCmd  `cmd:"" help:"Finish consumer changes left unfinished by an interrupted run."`
 	Pause    ConsumerPauseCmd    `cmd:"" help:"Pause a consumer: it keeps its position and delivers nothing until resumed."`
 	Resume   ConsumerResumeCmd   `cmd:"" help:"Resume a paused consumer."`
 	Check    ConsumerCheckCmd    `cmd:"" help:"Check consumers against thresholds (Nagios and Prometheus output, exit 0-3)."`

@@ -18,6 +18,9 @@ func (ConsumerInfoCmd) Help() string {
 	return `Shows a consumer's position as a stream sequence and as the time of that
 message, its lag in messages and in time, what is pending and waiting, and
 whether it is paused. --json prints the full record with the configuration.
+A change left unfinished by an interrupted run is named in a warning on
+stderr (in --json, the "unfinished_change" field), with the command that
+finishes it.
 
 Examples:
   jsctl consumer info ORDERS billing
@@ -36,6 +39,9 @@ func (c *ConsumerInfoCmd) Run(ctx context.Context, env *Env) error {
 	}
 	if p.JSON {
 		return p.PrintJSON(s)
+	}
+	if s.Unfinished != nil {
+		warnUnfinished(env, p, []reset.Unfinished{*s.Unfinished})
 	}
 	filters := strings.Join(s.Filters, ", ")
 	if filters == "" {

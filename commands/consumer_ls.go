@@ -24,6 +24,11 @@ time its ack floor is. --streams GLOB lists the consumers of every matching
 stream, with a STREAM column when there is more than one. --json prints full
 records (configuration included).
 
+A consumer with a change left unfinished by an interrupted run is named in a
+warning on stderr (in --json, its "unfinished_change" field), with the
+command that finishes it; one that such a change deleted is listed as
+"missing" ("missing": true).
+
 Examples:
   jsctl consumer ls ORDERS
   jsctl consumer ls --streams 'ORD*' --streams PAYMENTS
@@ -56,6 +61,13 @@ func (c *ConsumerLsCmd) Run(ctx context.Context, env *Env) error {
 	if p.JSON {
 		return p.PrintJSON(list)
 	}
+	var pending []reset.Unfinished
+	for _, s := range list {
+		if s.Unfinished != nil {
+			pending = append(pending, *s.Unfinished)
+		}
+	}
+	warnUnfinished(env, p, pending)
 	if len(list) == 0 {
 		switch {
 		case c.Stream != "":
@@ -74,6 +86,9 @@ func (c *ConsumerLsCmd) Run(ctx context.Context, env *Env) error {
 			s.Consumer, consumerKind(s), u64(s.Delivered), u64(s.AckFloor), optTime(p, s.AckFloorTime),
 			u64(s.Pending), strconv.Itoa(s.AckPending), strconv.Itoa(s.Waiting),
 			u64(s.LagMessages), lagText(s.LagNS), yesNo(s.Paused),
+		}
+		if s.Missing {
+			row = []string{s.Consumer, "missing", "-", "-", "-", "-", "-", "-", "-", "-", "-"}
 		}
 		if multi {
 			row = append([]string{s.Stream}, row...)

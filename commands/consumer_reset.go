@@ -26,7 +26,7 @@ type ConsumerResetCmd struct {
 	ToEarliest bool    `name:"to-earliest" help:"Target: the stream's first message."`
 	ToLatest   bool    `name:"to-latest" help:"Target: after the stream's last message (only new messages)."`
 	ToAckFloor bool    `name:"to-ack-floor" help:"Target: the first unacknowledged message (redeliver everything not acknowledged)."`
-	ToPrevious bool    `name:"to-previous" help:"Target: undo the consumer's last recorded reset."`
+	ToPrevious bool    `name:"to-previous" help:"Target: undo the consumer's last recorded reset (a deleted consumer is rebuilt from history)."`
 
 	All        bool   `name:"all" help:"Move every consumer of the stream."`
 	Execute    bool   `name:"execute" help:"Apply the plan (without it the plan is only printed)."`
@@ -52,9 +52,15 @@ writes the plan for review and never applies it: apply the file later with
 Each consumer is moved in place with the server's consumer reset API where
 the server and the consumer's deliver policy allow it, else deleted and
 recreated with the same configuration and a new start position (the plan
-says which and why). Afterwards each consumer is verified from its info and
-the move is recorded in the KV bucket JSCTL_RESET_HISTORY, so --to-previous
-can undo it (see jsctl consumer history).
+says which and why). Each move is verified from the server's reply and
+recorded, with the consumer's full configuration, in the KV bucket
+JSCTL_RESET_HISTORY, so --to-previous can undo it, and rebuild a consumer
+that was deleted (see jsctl consumer history).
+
+Before it deletes or resets anything, jsctl writes an intent record to
+JSCTL_RESET_INTENTS; a run that is killed or cannot finish (a lost reply)
+leaves it, and "jsctl consumer recover STREAM --execute" finishes the change.
+A permission denial stops with exit code 7 and changes nothing.
 
 Refused without --force (exit code 5): consumers with waiting pull requests
 or a bound push subscriber, and forward moves on interest or work-queue
@@ -182,6 +188,7 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	warnUnfinished(env, p, plan.Unfinished)
 	if err := plan.Err(); err != nil {
 		_ = printResetPlan(p, plan, "")
 		return err

@@ -11,22 +11,18 @@ import (
 // ackStore opens the ack-record bucket once per plan; a missing bucket is
 // nil (no records).
 func (p *planner) ackStore(ctx context.Context) (*acks.Store, error) {
-	if p.acksOpened {
-		return p.acks, nil
-	}
-	bucket := p.opts.AcksBucket
-	if bucket == "" {
-		bucket = acks.DefaultBucket
-	}
-	s, err := acks.OpenExisting(ctx, p.js, bucket)
-	if errors.Is(err, jsutil.ErrNotFound) {
-		s, err = nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	p.acks, p.acksOpened = s, true
-	return s, nil
+	p.acksOnce.Do(func() {
+		bucket := p.opts.AcksBucket
+		if bucket == "" {
+			bucket = acks.DefaultBucket
+		}
+		s, err := acks.OpenExisting(ctx, p.js, bucket)
+		if errors.Is(err, jsutil.ErrNotFound) {
+			s, err = nil, nil
+		}
+		p.acks, p.acksErr = s, err
+	})
+	return p.acks, p.acksErr
 }
 
 // ackRange is the scope and the range of stream sequences the change
@@ -65,8 +61,17 @@ func (p *planner) countAcks(ctx context.Context, c *Change) error {
 	return nil
 }
 
-// forgetAcks deletes those records when Options.ForgetAcks is set.
-func (p *planner) forgetAcks(ctx context.Context, c *Change) error {
+// Forget is the range of ack records a change forgets (--forget-acks),
+// kept in its intent so that recover forgets them too.
+type Forget struct {
+	Bucket string `json:"bucket"`
+	Scope  string `json:"scope"`
+	From   uint64 `json:"from_seq"`
+	To     uint64 `json:"to_seq"`
+}
+
+// forgetRange is what the change forgets when Options.ForgetAcks is set.
+func (p *planner) forgetRange(c *Change) *Forget {
 	if !p.opts.ForgetAcks {
 		return nil
 	}
@@ -74,11 +79,27 @@ func (p *planner) forgetAcks(ctx context.Context, c *Change) error {
 	if !ok {
 		return nil
 	}
-	s, err := p.ackStore(ctx)
-	if err != nil || s == nil {
-		return err
+	bucket := p.opts.AcksBucket
+	if bucket == "" {
+		bucket = acks.DefaultBucket
 	}
-	n, err := s.ForgetRange(ctx, scope, from, to)
+	return &Forget{Bucket: bucket, Scope: scope, From: from, To: to}
+}
+
+// forgetAcks deletes the ack records of f (none when f is nil; a missing
+// bucket holds none). Forgetting is idempotent.
+func (p *planner) forgetAcks(ctx context.Context, c *Change, f *Forget) error {
+	if f == nil {
+		return nil
+	}
+	s, err := acks.OpenExisting(ctx, p.js, f.Bucket)
+	if errors.Is(err, jsutil.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return jsutil.Wrap(err, "reset consumer %q on %q: forget ack records", c.Consumer, c.Stream)
+	}
+	n, err := s.ForgetRange(ctx, f.Scope, f.From, f.To)
 	c.AckRecordsForgotten = n
 	if err != nil {
 		return jsutil.Wrap(err, "reset consumer %q on %q: forget ack records", c.Consumer, c.Stream)

@@ -55,11 +55,11 @@ func TestClusterR3(t *testing.T) {
 	}
 
 	// In place, the leader stepping down just before the reset request.
-	opts := Options{Timeout: 2 * time.Second, inPlace: func(ctx context.Context, js jetstream.JetStream, stream, consumer string, seq uint64) error {
+	opts := Options{Timeout: 2 * time.Second, inPlace: func(ctx context.Context, js jetstream.JetStream, stream, consumer string, seq uint64) (*resetReply, error) {
 		if stepped == 0 {
 			stepDown()
 		}
-		return resetInPlace(ctx, js, stream, consumer, seq)
+		return resetConsumer(ctx, js, stream, consumer, seq)
 	}}
 	p := mustRun(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 5}, opts)
 	if p.Changes[0].Method != Reset {

@@ -1,6 +1,52 @@
 // Package reset moves durable JetStream consumers to a new position safely:
 // it plans each move (target, method and why), executes it in place with the
 // server's consumer reset API or by deleting and recreating the consumer
-// with the same configuration, verifies the result from consumer info, and
-// records every executed move in a KV bucket so it can be undone.
+// with the same configuration, verifies the result from the server's own
+// reply, and records every executed move in a KV bucket so it can be undone.
+//
+// # Crash-safe changes
+//
+// A change of one consumer runs these steps:
+//
+//  1. Read the consumer's info: its full raw configuration (exactly as the
+//     server returns it, so fields this client does not know survive), its
+//     position and its creation time.
+//  2. Write an intent record to the KV bucket JSCTL_RESET_INTENTS (key
+//     STREAM.CONSUMER, history 1, the stream's replica count) with
+//     compare-and-set (create): the configuration, the old position, the
+//     target, the method, the configuration a recreate will create, the
+//     time, user, host and a change id. A record already there is a
+//     conflict: another change of that consumer is running, or was left
+//     unfinished, and nothing is changed.
+//  3. Make the change: an in-place reset, or a delete and create (after a
+//     no-op create that checks permission, and with a temporary consumer
+//     holding interest on an interest stream).
+//  4. Verify it from the server's reply: the reset reply's reset_seq (the
+//     reply is JSApiConsumerResetResponse, read raw to keep all of it), or
+//     the create reply's position. Consumer info is read once more only to
+//     report what a live client took since.
+//  5. Record it in the history bucket JSCTL_RESET_HISTORY with the change
+//     id and the full configuration before and after.
+//  6. Delete the intent record (compare-and-set on its revision).
+//
+// A reply lost to a server restart, a leader election or the network is
+// followed up: the step looks at what the server holds (is the consumer
+// there, created when, with which configuration and position?) and
+// finishes, retrying within Options.Settle while the client reconnects.
+// A permission denial is never taken for a lost reply or for a server
+// without the reset API: the server reports it to the connection
+// (jsutil.RequestError), and the change stops there with nothing changed;
+// only a server that really has no reset API makes "auto" recreate.
+//
+// If the run dies (kill -9, a crash) or cannot finish, the intent record
+// stays. consumer ls, info and reset then warn, and PlanRecover /
+// ExecuteRecover (jsctl consumer recover) finish the change from what the
+// record and the server say: create a missing consumer from the recorded
+// configuration at the target, complete a half-made recreate or reset,
+// verify, record in history unless the history already has the change id,
+// and delete the record.
+//
+// Because history keeps each change's full configuration, --to-previous
+// rebuilds a consumer that no longer exists, and PlanMoves creates
+// consumers from saved configurations (a snapshot) with the same steps.
 package reset

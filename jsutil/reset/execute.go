@@ -4,17 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Execute applies a plan: each change is made, verified from consumer info
-// and recorded in history. Nothing is changed when the plan has a refusal
-// (Plan.Err). Execution stops at the first change that fails; the error
-// names the consumer, and the change's Error and Restored fields say what
-// happened.
+// Execute applies a plan. For each change it writes an intent record, makes
+// the change (in place, or delete and create), verifies it from the
+// server's own reply, records it in history and completes the intent. A
+// reply lost to a server restart or leader election is followed up: jsctl
+// finds out what the server did and finishes (or puts the consumer back)
+// within Options.Settle. What it cannot finish stays in the intent record
+// for `jsctl consumer recover`.
+//
+// Nothing is changed when the plan has a refusal (Plan.Err). The first
+// change runs alone; the others then run Options.Concurrency at a time, and
+// none is started after one fails. The error names the consumer, and the
+// change's Error and Restored fields say what happened.
 func Execute(ctx context.Context, js jetstream.JetStream, plan *Plan, opts Options) error {
 	opts = opts.withDefaults()
 	if err := plan.Err(); err != nil {
@@ -29,278 +38,291 @@ func Execute(ctx context.Context, js jetstream.JetStream, plan *Plan, opts Optio
 		return jsutil.Wrap(err, "reset consumers on %q", plan.Stream)
 	}
 	plan.Executed = true
-	lacksAPI := false
-	for _, c := range plan.Changes {
-		if err := p.executeOne(ctx, plan, c, &lacksAPI); err != nil {
+	x := &executor{planner: p}
+	n := len(plan.Changes)
+	errs := make([]error, n)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	run := func(i int) {
+		c := plan.Changes[i]
+		if err := x.executeOne(ctx, plan, c); err != nil {
 			c.Error = err.Error()
-			return err
+			errs[i] = err
+			stop.Store(true)
+		}
+		mu.Lock()
+		done++
+		d := done
+		mu.Unlock()
+		p.progress(d, n)
+	}
+	p.progress(0, n)
+	run(0)
+	sem := make(chan struct{}, opts.Concurrency)
+	for i := 1; i < n && !stop.Load() && ctx.Err() == nil; i++ {
+		sem <- struct{}{}
+		if stop.Load() {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			run(i)
+		}()
+	}
+	wg.Wait()
+	var first error
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			failed++
 		}
 	}
-	return nil
+	if failed > 1 {
+		return fmt.Errorf("%w (and %d more consumers failed)", first, failed-1)
+	}
+	if first == nil && ctx.Err() != nil {
+		return jsutil.Wrap(ctx.Err(), "reset consumers on %q", plan.Stream)
+	}
+	return first
 }
 
-func (p *planner) executeOne(ctx context.Context, plan *Plan, c *Change, lacksAPI *bool) error {
-	if c.state == nil {
-		st, err := loadConsumer(ctx, p.js, c.Stream, c.Consumer)
-		if err != nil {
+// executor makes changes; Execute and Recover share it.
+type executor struct {
+	*planner
+	// lacksAPI is set once the server showed it has no reset API.
+	lacksAPI atomic.Bool
+}
+
+// outcome is what an attempt at a change left on the server.
+type outcome int
+
+const (
+	unchanged outcome = iota // nothing changed (refused, denied): the intent can go
+	done                     // the change was made
+	restored                 // the change failed and the consumer was put back
+	unsettled                // unknown or half done: the intent stays for recover
+	crashed                  // a test's simulated crash: leave everything as it is
+)
+
+var errCrashed = errors.New("simulated crash")
+
+func (x *executor) crash(step string) bool { return x.opts.crash != nil && x.opts.crash(step) }
+
+func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error {
+	in := &Intent{
+		ID: newID(), Stream: c.Stream, Consumer: c.Consumer, Method: c.Method, Target: plan.Target,
+		From: c.From, To: c.To, StartTime: c.StartTime, UndoOf: c.UndoOf,
+		Time: x.opts.Now().UTC(), User: x.opts.User, Host: x.opts.Host,
+	}
+	var st *consumerState
+	if c.Method == Create {
+		if _, err := x.loadSure(ctx, c); err == nil {
+			return jsutil.Errorf(jsutil.ErrConflict, "create consumer %q on %q: it exists now (it did not when the plan was made); nothing changed", c.Consumer, c.Stream)
+		} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return wrapConsumer(err, c.Stream, c.Consumer)
+		}
+		if err := x.createIntent(ctx, c, in); err != nil {
+			return err
+		}
+		c.unsure = true // it may be missing because a crash half wrote it
+	} else {
+		// The intent keeps exactly what the server holds now.
+		var err error
+		if st, err = x.loadSure(ctx, c); err != nil {
 			return wrapConsumer(err, c.Stream, c.Consumer)
 		}
 		c.state = st
+		in.Config, in.Created = st.raw.json(), st.createdAt()
+		in.FromStart = startOf(st.info.Config)
+		in.Forget = x.forgetRange(c)
+		if c.Method == Reset && x.lacksAPI.Load() && x.opts.Method == Auto {
+			c.Method, c.Reason = Recreate, "the server has no consumer reset API"
+		}
+		in.Method = c.Method
+		if c.Method == Recreate {
+			x.recreateIntent(c, in, st)
+		}
 	}
-	if err := p.forgetAcks(ctx, c); err != nil {
+	if err := x.intents.begin(ctx, in); err != nil {
 		return err
 	}
-	if c.Method == Reset && *lacksAPI && p.opts.Method == Auto {
-		c.Method = Recreate
-		c.Reason = "the server has no consumer reset API"
+	c.ChangeID = in.ID
+	if x.crash("intent") {
+		return errCrashed
 	}
-	if c.Method == Reset {
-		seq := c.To.Sequence
-		if seq == c.From.AckFloor+1 {
-			seq = 0 // the server's own "back to the ack floor", allowed for every policy
+	if err := x.forgetAcks(ctx, c, in.Forget); err != nil {
+		return x.conclude(ctx, c, in, unchanged, err)
+	}
+	var out outcome
+	var err error
+	switch c.Method {
+	case Create:
+		out, err = x.createAt(ctx, c, in)
+	case Reset:
+		out, err = x.applyReset(ctx, c, in)
+		if out == unchanged && err != nil && x.opts.Method == Auto && x.fallBack(c, err) {
+			x.recreateIntent(c, in, st)
+			if uerr := x.intents.update(ctx, in); uerr != nil {
+				return x.conclude(ctx, c, in, unchanged, uerr)
+			}
+			out, err = x.applyRecreate(ctx, c, in, st)
 		}
-		err := p.resetWithRetry(ctx, c, seq)
-		switch {
-		case err == nil:
-		case p.opts.Method == Auto && lacksResetAPI(err):
-			*lacksAPI = true
-			c.Method = Recreate
-			c.Reason = fmt.Sprintf("the server has no consumer reset API (%v)", err)
-		case p.opts.Method == Auto && errors.Is(err, jetstream.ErrConsumerInvalidReset):
-			c.Method = Recreate
-			c.Reason = "the server refused an in-place reset to this sequence"
-		default:
-			return wrapConsumer(err, c.Stream, c.Consumer)
-		}
+	default:
+		out, err = x.applyRecreate(ctx, c, in, st)
 	}
-	if c.Method == Recreate {
-		if err := p.recreate(ctx, c); err != nil {
-			return err
-		}
-	}
-	c.Applied = true
-	c.Verified = p.verify(ctx, c)
-	_, err := record(ctx, p.js, p.opts.HistoryBucket, p.info.Config.Replicas, Record{
-		Stream: c.Stream, Consumer: c.Consumer, Time: p.opts.Now().UTC(), Method: c.Method,
-		Target: plan.Target, From: c.From, To: c.To, Verified: c.Verified, UndoOf: c.UndoOf,
-		FromStart: startOf(c.state.info.Config),
-		User:      p.opts.User, Host: p.opts.Host,
-	})
-	if err != nil {
-		c.warn("the reset was made but not recorded in history: %v", err)
-	}
-	return nil
+	return x.conclude(ctx, c, in, out, err)
 }
 
-// recreate deletes the consumer and creates it again with its configuration
-// starting at the target. A failure after the delete puts the consumer
-// back at its old position.
-func (p *planner) recreate(ctx context.Context, c *Change) error {
-	st, err := loadConsumer(ctx, p.js, c.Stream, c.Consumer)
-	if err != nil {
-		return wrapConsumer(err, c.Stream, c.Consumer)
+// fallBack decides, after an in-place reset failed and changed nothing,
+// whether auto recreates instead: only where the server has no reset API
+// or refused the sequence, never after a denial.
+func (x *executor) fallBack(c *Change, err error) bool {
+	switch {
+	case errors.Is(err, jsutil.ErrPermission):
+		return false
+	case lacksResetAPI(err):
+		x.lacksAPI.Store(true)
+		c.Method = Recreate
+		c.Reason = fmt.Sprintf("the server has no consumer reset API (%v)", err)
+		return true
+	case errors.Is(err, jetstream.ErrConsumerInvalidReset):
+		c.Method = Recreate
+		c.Reason = "the server refused an in-place reset to this sequence"
+		return true
 	}
+	return false
+}
+
+// recreateIntent fills in what a recreate will create.
+func (x *executor) recreateIntent(c *Change, in *Intent, st *consumerState) {
 	oldCfg := st.raw.withoutServerMetadata()
 	var start time.Time
 	if c.StartTime != nil {
 		start = *c.StartTime
 	}
-	newCfg := oldCfg.withStart(c.To.Sequence, start)
+	in.Method = Recreate
+	in.NewConfig, in.MoveAfterCreate = oldCfg.withStart(c.To.Sequence, start).json(), false
 	if c.RestoreStart != nil {
-		newCfg = oldCfg.withStartConfig(*c.RestoreStart)
+		in.NewConfig, in.MoveAfterCreate = oldCfg.withStartConfig(*c.RestoreStart).json(), true
 	}
-
-	// Permission check before anything is deleted: creating the consumer
-	// with its own configuration is a no-op the server must authorise.
-	if _, err := createConsumer(ctx, p.js, c.Stream, c.Consumer, st.raw); err != nil && !consumerExists(err) {
-		return jsutil.Wrap(err, "reset consumer %q on %q: check before delete (nothing changed)", c.Consumer, c.Stream)
+	if x.info.Config.Retention == jetstream.InterestPolicy {
+		in.Hold = TempPrefix + "hold_" + in.ID
 	}
+}
 
-	// On an interest stream, deleting the only interested consumer removes
-	// its messages: a short-lived holder keeps interest meanwhile.
-	if p.info.Config.Retention == jetstream.InterestPolicy {
-		holdFrom := min(c.To.Sequence, c.From.AckFloor+1)
-		release, err := p.hold(ctx, c, holdFrom)
-		if err != nil {
-			return jsutil.Wrap(err, "reset consumer %q on %q: keep interest during the recreate (nothing changed)", c.Consumer, c.Stream)
+// conclude finishes a change after its attempt: verify, record, complete
+// the intent, as far as the outcome allows.
+func (x *executor) conclude(ctx context.Context, c *Change, in *Intent, out outcome, err error) error {
+	switch out {
+	case crashed:
+		return err
+	case unsettled:
+		return err
+	case unchanged, restored:
+		if cerr := x.intents.complete(ctx, in); cerr != nil {
+			c.warn("the intent record could not be removed (%v); %s clears it", cerr, RecoverCommand(c.Stream, c.Consumer))
 		}
-		defer release()
-	}
-
-	if err := deleteConsumer(ctx, p.js, c.Stream, c.Consumer); err != nil {
-		return wrapConsumer(err, c.Stream, c.Consumer)
-	}
-	err = nil
-	if p.opts.beforeCreate != nil {
-		err = p.opts.beforeCreate()
-	}
-	if err == nil {
-		_, err = createConsumer(ctx, p.js, c.Stream, c.Consumer, newCfg)
-	}
-	if err == nil && c.RestoreStart != nil {
-		err = p.moveRestored(ctx, c, oldCfg)
-	}
-	if err == nil {
-		return nil
-	}
-	cause := jsutil.Wrap(err, "reset consumer %q on %q: recreate failed", c.Consumer, c.Stream)
-	if rerr := p.restore(context.WithoutCancel(ctx), c, oldCfg); rerr != nil {
-		return fmt.Errorf("%w; restoring it also failed, the consumer is gone: %v", cause, rerr)
-	}
-	c.Restored = true
-	return fmt.Errorf("%w; restored it at its old position (next delivery %d)", cause, c.From.AckFloor+1)
-}
-
-// moveRestored moves a consumer recreated with its original start to the
-// target in place; where that fails it starts it by sequence instead.
-func (p *planner) moveRestored(ctx context.Context, c *Change, oldCfg rawConfig) error {
-	if err := p.resetWithRetry(ctx, c, c.To.Sequence); err == nil {
-		return nil
-	}
-	c.warn("could not move the consumer with its original deliver policy %s; it starts by sequence instead", c.RestoreStart.DeliverPolicy)
-	if err := deleteConsumer(ctx, p.js, c.Stream, c.Consumer); err != nil {
+		x.releaseHold(ctx, in)
 		return err
 	}
-	_, err := createConsumer(ctx, p.js, c.Stream, c.Consumer, oldCfg.withStart(c.To.Sequence, time.Time{}))
+	c.Applied = true
+	x.verify(ctx, c)
+	if x.crash("applied") {
+		return errCrashed
+	}
+	_, err = x.recordAndComplete(ctx, c, in, false)
 	return err
 }
 
-// restore creates the consumer again with its old configuration and moves
-// it back to its old ack floor.
-func (p *planner) restore(ctx context.Context, c *Change, oldCfg rawConfig) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	next := c.From.AckFloor + 1
-	if _, err := createConsumer(ctx, p.js, c.Stream, c.Consumer, oldCfg); err != nil {
-		return err
+// recordAndComplete writes the history record and removes the intent;
+// recorded says the history has the change.
+func (x *executor) recordAndComplete(ctx context.Context, c *Change, in *Intent, recovered bool) (bool, error) {
+	var newCfg []byte
+	if c.proof != nil {
+		newCfg = c.proof.raw.json()
 	}
-	if err := resetInPlace(ctx, p.js, c.Stream, c.Consumer, next); err == nil {
-		return nil
-	}
-	// The old deliver policy does not allow it in place: start by sequence.
-	if err := deleteConsumer(ctx, p.js, c.Stream, c.Consumer); err != nil {
-		return err
-	}
-	_, err := createConsumer(ctx, p.js, c.Stream, c.Consumer, oldCfg.withStart(next, time.Time{}))
-	return err
-}
-
-// hold creates a consumer that keeps interest in the stream's messages from
-// seq on, and returns a function that deletes it.
-func (p *planner) hold(ctx context.Context, c *Change, seq uint64) (func(), error) {
-	cfg := jetstream.ConsumerConfig{
-		Name:              fmt.Sprintf("jsctl_hold_%d", p.opts.Now().UnixNano()),
-		Description:       fmt.Sprintf("jsctl: keeps interest while consumer %q is recreated", c.Consumer),
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       max(seq, 1),
-		AckPolicy:         jetstream.AckExplicitPolicy,
-		InactiveThreshold: 5 * time.Minute,
-	}
-	if len(c.Filters) == 1 {
-		cfg.FilterSubject = c.Filters[0]
-	} else {
-		cfg.FilterSubjects = c.Filters
-	}
-	cons, err := p.stream.CreateConsumer(ctx, cfg)
+	err := x.record(ctx, Record{
+		Stream: c.Stream, Consumer: c.Consumer, Time: x.opts.Now().UTC(), Method: c.Method,
+		Target: in.Target, From: c.From, To: c.To, Verified: c.Verified, UndoOf: c.UndoOf,
+		FromStart: in.FromStart, User: in.User, Host: in.Host,
+		ChangeID: in.ID, Config: in.Config, NewConfig: newCfg, Recovered: recovered,
+	})
 	if err != nil {
-		return nil, err
+		c.warn("the change was made but not recorded in history (%v); %s records it", err, RecoverCommand(c.Stream, c.Consumer))
+		return false, nil
 	}
-	name := cons.CachedInfo().Name
-	return func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = p.stream.DeleteConsumer(dctx, name)
-	}, nil
+	if x.crash("recorded") {
+		return true, errCrashed
+	}
+	if err := x.intents.complete(ctx, in); err != nil {
+		c.warn("the change was made and recorded, but its intent record could not be removed (%v); %s clears it", err, RecoverCommand(c.Stream, c.Consumer))
+	}
+	x.releaseHold(ctx, in)
+	return true, nil
 }
 
-func consumerExists(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jetstream.JSErrCodeConsumerExists || apiErr.ErrorCode == jetstream.JSErrCodeConsumerNameExists)
+// releaseHold deletes the interest holder of a recreate, if any.
+func (x *executor) releaseHold(ctx context.Context, in *Intent) {
+	if in.Hold == "" {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	_ = deleteConsumer(dctx, x.js, in.Stream, in.Hold)
 }
 
-// verify reads the consumer's info (polling briefly, as a replicated
-// consumer's info may lag) and checks that the next delivery is the target.
-func (p *planner) verify(ctx context.Context, c *Change) bool {
-	want := c.To.Sequence - 1
+// verify sets Verified from the server's reply to the change (the reset
+// reply's reset_seq, or the create reply's position), then reads the
+// consumer's info once more only to report what a live client took since.
+func (x *executor) verify(ctx context.Context, c *Change) {
+	want := c.To.Sequence
+	switch {
+	case c.resetSeq > 0:
+		c.Verified = c.resetSeq == want
+		if !c.Verified {
+			c.warn("not verified: the server reset the consumer to %d, expected %d", c.resetSeq, want)
+		}
+	case c.proof != nil:
+		c.Verified = x.atTarget(ctx, c, c.proof.info, want)
+		if !c.Verified {
+			c.warn("not verified: the server's %s shows delivered %d and ack floor %d, expected %d", c.proofKind, c.proof.info.Delivered.Stream, c.proof.info.AckFloor.Stream, want-1)
+		}
+	default:
+		c.warn("not verified: no reply from the server shows the new position")
+	}
+	st, err := x.load(ctx, c)
+	if err != nil || !c.Verified {
+		return
+	}
+	if n := st.info.Delivered.Consumer; n > 0 && st.info.Delivered.Stream >= want {
+		c.DeliveredSince = n
+		c.warn("verified from the server's reply; a client has taken %d messages since (delivered up to %d)", n, st.info.Delivered.Stream)
+	}
+}
+
+// atTarget reports whether info shows the consumer with nothing delivered
+// since it was created or reset, and its next delivery at next.
+func (x *executor) atTarget(ctx context.Context, c *Change, info *jetstream.ConsumerInfo, next uint64) bool {
+	want := next - 1
 	lower := want
-	if c.Method == Recreate && c.StartTime != nil {
-		// The server starts a by-time consumer at the first message at or
-		// after the time on any subject; the first one it delivers is the
-		// target.
-		if s, _, err := p.opts.Seek(ctx, p.js, c.Stream, *c.StartTime, ModeAfter, ""); err == nil && s > 0 {
+	if c.StartTime != nil && next == c.To.Sequence && (c.Method == Recreate || c.Method == Create) {
+		// A consumer started by time starts at the first message at or
+		// after it on any subject; the first it delivers is the target.
+		if s, _, err := x.opts.Seek(ctx, x.js, c.Stream, *c.StartTime, ModeAfter, ""); err == nil && s > 0 {
 			lower = min(s-1, want)
 		}
 	}
-	var got *jetstream.ConsumerInfo
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		st, err := loadConsumer(ctx, p.js, c.Stream, c.Consumer)
-		if err == nil {
-			got = st.info
-			d, a := got.Delivered.Stream, got.AckFloor.Stream
-			// A recreated replicated consumer may report an ack floor of
-			// 0 until something is acknowledged: nothing is pending then.
-			fresh := c.Method == Recreate && a == 0 && got.AckFloor.Consumer == 0 && got.NumAckPending == 0
-			if (d == a || fresh) && d >= lower && d <= want {
-				return true
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got != nil {
-		c.warn("not verified: consumer info shows delivered %d and ack floor %d, expected %d", got.Delivered.Stream, got.AckFloor.Stream, want)
-	} else {
-		c.warn("not verified: consumer info could not be read")
-	}
-	return false
-}
-
-// resetWithRetry calls the reset API. A replicated consumer does not answer
-// while it elects a leader, so an unanswered request is retried (twice)
-// once the consumer has a leader again; a single server that does not
-// answer lacks the API.
-func (p *planner) resetWithRetry(ctx context.Context, c *Change, seq uint64) error {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
-		err = p.opts.inPlace(actx, p.js, c.Stream, c.Consumer, seq)
-		cancel()
-		if err == nil || ctx.Err() != nil || !(lacksResetAPI(err) || unavailable(err)) {
-			return err
-		}
-		if !p.waitLeader(ctx, c) {
-			return err
-		}
-	}
-	return err
-}
-
-// waitLeader polls the consumer's info (at most 10s) until it reports a
-// leader; it returns false at once for a consumer that is not replicated.
-func (p *planner) waitLeader(ctx context.Context, c *Change) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		st, err := loadConsumer(ctx, p.js, c.Stream, c.Consumer)
-		if err == nil {
-			cl := st.info.Cluster
-			if cl == nil || len(cl.Replicas) == 0 {
-				return false
-			}
-			if cl.Leader != "" {
-				return true
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
-}
-
-// unavailable reports a 503 reply: the request was not applied.
-func unavailable(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.Code == 503
+	d, a := info.Delivered.Stream, info.AckFloor.Stream
+	// A new replicated consumer may report an ack floor of 0 until
+	// something is acknowledged: nothing is pending then.
+	fresh := a == 0 && info.AckFloor.Consumer == 0 && info.NumAckPending == 0
+	return info.Delivered.Consumer == 0 && (d == a || fresh) && d >= lower && d <= want
 }

@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,8 +40,31 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 		return nil, jsutil.Wrap(err, "reset consumers on %q", saved.Stream)
 	}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: saved.Stream, Target: saved.Target, Changes: []*Change{}}
+	pending, pendingErr := p.unfinished(ctx)
 	for _, s := range saved.Changes {
 		c, err := p.newChange(ctx, s.Consumer)
+		if s.Method == Create {
+			// Made from a saved configuration: only while it is missing.
+			if err == nil {
+				c.refuse(jsutil.ErrConflict, "exists now; the plan was to create it")
+				plan.Changes = append(plan.Changes, c)
+				continue
+			}
+			if !errors.Is(err, jsutil.ErrNotFound) {
+				return nil, err
+			}
+			cfg, cerr := rawOf(s.Config)
+			if cerr != nil || len(cfg) == 0 {
+				return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan: change for %q creates it but has no configuration", s.Consumer)
+			}
+			c = &Change{Stream: saved.Stream, Consumer: s.Consumer, UndoOf: s.UndoOf, Warnings: []string{}}
+			if err := p.completeCreate(ctx, c, cfg, s.To.Sequence, s.Reason); err != nil {
+				return nil, err
+			}
+			refuseUnfinished(c, pending)
+			plan.Changes = append(plan.Changes, c)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -56,7 +80,9 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 			c.refuse(jsutil.ErrConflict, "moved since the plan was made (delivered %d, ack floor %d; the plan saw %d and %d)",
 				c.From.Delivered, c.From.AckFloor, s.From.Delivered, s.From.AckFloor)
 		}
+		refuseUnfinished(c, pending)
 		plan.Changes = append(plan.Changes, c)
 	}
+	plan.noteUnfinished(pending, pendingErr)
 	return plan, nil
 }

@@ -34,6 +34,17 @@ type Record struct {
 	UndoOf uint64 `json:"undo_of,omitempty"`
 	User   string `json:"user"`
 	Host   string `json:"host"`
+	// ChangeID is the change's id (its intent record's too).
+	ChangeID string `json:"change_id,omitempty"`
+	// Config is the consumer's full configuration exactly as the server
+	// returned it before the change (for a create: the saved configuration
+	// it was made from). --to-previous rebuilds a deleted consumer from it.
+	Config json.RawMessage `json:"config,omitempty"`
+	// NewConfig is the configuration after the change, from the server.
+	NewConfig json.RawMessage `json:"new_config,omitempty"`
+	// Recovered says `consumer recover` finished the change after the run
+	// that started it was interrupted.
+	Recovered bool `json:"recovered,omitempty"`
 	// Revision is the record's KV revision (set when read).
 	Revision uint64 `json:"revision"`
 }
@@ -67,6 +78,15 @@ func History(ctx context.Context, js jetstream.JetStream, bucket, stream, consum
 	if bucket == "" {
 		bucket = HistoryBucket
 	}
+	// An unknown stream is an error, not an empty history.
+	if _, err := js.Stream(ctx, stream); err != nil {
+		return nil, jsutil.Wrap(err, "read reset history of consumer %q on %q", consumer, stream)
+	}
+	return history(ctx, js, bucket, stream, consumer)
+}
+
+// history reads the records without checking the stream.
+func history(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) ([]Record, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return []Record{}, nil
@@ -99,7 +119,7 @@ func History(ctx context.Context, js jetstream.JetStream, bucket, stream, consum
 // Last returns the latest recorded reset of a consumer; it wraps
 // jsutil.ErrNotFound when there is none.
 func Last(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) (*Record, error) {
-	recs, err := History(ctx, js, bucket, stream, consumer)
+	recs, err := history(ctx, js, bucket, stream, consumer)
 	if err != nil {
 		return nil, err
 	}
@@ -109,34 +129,80 @@ func Last(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer 
 	return &recs[len(recs)-1], nil
 }
 
-// record stores r, creating the bucket (with the stream's replicas) on
-// first use. It returns the record's revision.
-func record(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, r Record) (uint64, error) {
-	kv, err := js.KeyValue(ctx, bucket)
+// historyKV opens the history bucket once per planner, creating it (with
+// the stream's replicas) on first use.
+func (p *planner) historyKV(ctx context.Context) (jetstream.KeyValue, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.history != nil {
+		return p.history, nil
+	}
+	bucket := p.opts.HistoryBucket
+	kv, err := p.js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		if replicas < 1 {
-			replicas = 1
-		}
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		kv, err = p.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      bucket,
 			Description: "jsctl consumer reset history",
 			History:     HistoryDepth,
-			Replicas:    replicas,
+			Replicas:    max(p.info.Config.Replicas, 1),
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, bucket)
+			kv, err = p.js.KeyValue(ctx, bucket)
 		}
 	}
 	if err != nil {
-		return 0, jsutil.Wrap(err, "open reset history bucket %q", bucket)
+		return nil, jsutil.Wrap(err, "open reset history bucket %q", bucket)
+	}
+	p.history = kv
+	return kv, nil
+}
+
+// record stores r. A write whose reply is lost is retried (within Settle)
+// unless the history already holds r's change id, so a change is never
+// recorded twice.
+func (p *planner) record(ctx context.Context, r Record) error {
+	ctx = context.WithoutCancel(ctx)
+	bucket := p.opts.HistoryBucket
+	kv, err := p.historyKV(ctx)
+	if err != nil {
+		return err
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	rev, err := kv.Put(ctx, HistoryKey(r.Stream, r.Consumer), b)
+	key := HistoryKey(r.Stream, r.Consumer)
+	deadline := time.Now().Add(p.opts.Settle)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
+		_, err = kv.Put(pctx, key, b)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		err = jsutil.RequestError(p.js.Conn(), kvSubject(p.js, bucket, key), err)
+		if !lost(err) || time.Now().After(deadline) || !sleepCtx(ctx, 200*time.Millisecond) {
+			return jsutil.Wrap(err, "record reset of consumer %q on %q in %q", r.Consumer, r.Stream, bucket)
+		}
+		if ok, herr := recorded(ctx, p.js, bucket, r.Stream, r.Consumer, r.ChangeID); herr == nil && ok {
+			return nil
+		}
+	}
+}
+
+// recorded reports whether the consumer's history holds change id.
+func recorded(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer, id string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	recs, err := history(ctx, js, bucket, stream, consumer)
 	if err != nil {
-		return 0, jsutil.Wrap(err, "record reset of consumer %q on %q in %q", r.Consumer, r.Stream, bucket)
+		return false, err
 	}
-	return rev, nil
+	for _, r := range recs {
+		if r.ChangeID == id {
+			return true, nil
+		}
+	}
+	return false, nil
 }

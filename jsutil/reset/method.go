@@ -75,11 +75,16 @@ func (p *planner) checkRestore(ctx context.Context, c *Change) error {
 // inPlaceAllowed applies the server's rule for the consumer reset API
 // (server/consumer.go resetStartingSeqLocked).
 func (p *planner) inPlaceAllowed(ctx context.Context, c *Change) (bool, string, error) {
-	cfg := c.state.info.Config
 	seq := c.To.Sequence
 	if seq == c.From.AckFloor+1 {
 		return true, "in place: back to the ack floor is allowed for every deliver policy", nil
 	}
+	return p.startAllows(ctx, c, c.state.info.Config, seq)
+}
+
+// startAllows says whether a consumer with configuration cfg may be reset
+// in place to seq (not counting the ack floor, always allowed) and why.
+func (p *planner) startAllows(ctx context.Context, c *Change, cfg jetstream.ConsumerConfig, seq uint64) (bool, string, error) {
 	switch cfg.DeliverPolicy {
 	case jetstream.DeliverAllPolicy:
 		return true, "in place: deliver policy all allows any sequence", nil

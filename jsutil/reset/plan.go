@@ -2,11 +2,11 @@ package reset
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
-	"os/user"
 	"slices"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -28,70 +28,10 @@ const (
 	// Recreate deletes the consumer and creates it again with the same
 	// configuration and a new start position.
 	Recreate Method = "recreate"
+	// Create makes a consumer that does not exist from a saved
+	// configuration (history, a snapshot) and moves it to the target.
+	Create Method = "create"
 )
-
-// Options tune planning and execution. The zero value is usable.
-type Options struct {
-	// Method forces a method; "" or Auto picks one per consumer.
-	Method Method
-	// Force allows refused changes: busy consumers and forward moves that
-	// can remove messages from interest or work-queue streams.
-	Force bool
-	// ForgetAcks deletes the ack records of the replayed range (jsutil/acks)
-	// before moving a consumer back.
-	ForgetAcks bool
-	// AcksBucket is the ack-record bucket ("" = acks.DefaultBucket).
-	AcksBucket string
-	// AcksScope is the ack-record scope ("" = each consumer's default scope).
-	AcksScope string
-	// HistoryBucket is the KV bucket of reset history ("" = HistoryBucket).
-	HistoryBucket string
-	// Seek finds sequences for times (nil = DefaultSeek).
-	Seek SeekFunc
-	// Timeout bounds each request to the server (default 5s).
-	Timeout time.Duration
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-	// User and Host are recorded in history (defaults: the OS user and host).
-	User, Host string
-
-	// beforeCreate, when set, runs after a recreate deleted the consumer
-	// and before it creates it again (tests inject failures here).
-	beforeCreate func() error
-	// inPlace, when set, replaces the call to the server's reset API
-	// (tests simulate servers without it).
-	inPlace func(ctx context.Context, js jetstream.JetStream, stream, consumer string, seq uint64) error
-}
-
-func (o Options) withDefaults() Options {
-	if o.Method == "" {
-		o.Method = Auto
-	}
-	if o.HistoryBucket == "" {
-		o.HistoryBucket = HistoryBucket
-	}
-	if o.Seek == nil {
-		o.Seek = DefaultSeek
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Second
-	}
-	if o.inPlace == nil {
-		o.inPlace = resetInPlace
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.User == "" {
-		if u, err := user.Current(); err == nil {
-			o.User = u.Username
-		}
-	}
-	if o.Host == "" {
-		o.Host, _ = os.Hostname()
-	}
-	return o
-}
 
 // Plan is the set of changes for one stream.
 type Plan struct {
@@ -102,6 +42,9 @@ type Plan struct {
 	Changes  []*Change `json:"changes"`
 	// Skipped lists the ephemeral consumers --all left alone.
 	Skipped []string `json:"skipped,omitempty"`
+	// Unfinished lists the stream's changes that an interrupted run left
+	// unfinished (`jsctl consumer recover` finishes them).
+	Unfinished []Unfinished `json:"unfinished_changes,omitempty"`
 }
 
 // From is a consumer's position before the change.
@@ -154,9 +97,27 @@ type Change struct {
 	// Restored is set when a failed recreate put the consumer back.
 	Restored bool   `json:"restored,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// ChangeID identifies the executed change (its intent and history
+	// records carry it).
+	ChangeID string `json:"change_id,omitempty"`
+	// Config is the saved configuration a Create change makes the
+	// consumer from.
+	Config json.RawMessage `json:"config,omitempty"`
+	// DeliveredSince counts the messages the consumer delivered between
+	// the verified change and a last look at its info (a live client).
+	DeliveredSince uint64 `json:"delivered_since,omitempty"`
 
 	refusal error
 	state   *consumerState
+	// proof is the server's reply to the change (create or reset, or
+	// consumer info where the reply was lost), proofKind names it, and
+	// resetSeq is an in-place reset reply's reset_seq.
+	proof     *consumerState
+	proofKind string
+	resetSeq  uint64
+	// unsure marks a change that may follow a server crash (see
+	// confirmCreate).
+	unsure bool
 }
 
 func (c *Change) warn(format string, args ...any) {
@@ -196,17 +157,25 @@ func (p *Plan) Err() error {
 	return first
 }
 
-// planner holds what planning one stream's consumers shares.
+// planner holds what planning one stream's consumers shares. Its caches
+// are safe for the concurrent planning of several consumers.
 type planner struct {
-	js     jetstream.JetStream
-	opts   Options
-	stream jetstream.Stream
-	info   *jetstream.StreamInfo
+	js      jetstream.JetStream
+	opts    Options
+	stream  jetstream.Stream
+	info    *jetstream.StreamInfo
+	intents *intents
+
+	mu     sync.Mutex
 	counts map[string]uint64
 	times  map[uint64]*time.Time
 
-	acks       *acks.Store
-	acksOpened bool
+	acksOnce sync.Once
+	acks     *acks.Store
+	acksErr  error
+	history  jetstream.KeyValue
+
+	progressMu sync.Mutex
 }
 
 // newPlanner loads stream. Its errors are the raw ones: each caller says
@@ -220,7 +189,78 @@ func newPlanner(ctx context.Context, js jetstream.JetStream, stream string, opts
 	if err != nil {
 		return nil, err
 	}
-	return &planner{js: js, opts: opts, stream: s, info: info, counts: map[string]uint64{}, times: map[uint64]*time.Time{}}, nil
+	return &planner{
+		js: js, opts: opts, stream: s, info: info, counts: map[string]uint64{}, times: map[uint64]*time.Time{},
+		intents: &intents{js: js, bucket: opts.IntentBucket, replicas: info.Config.Replicas, settle: opts.Settle, timeout: opts.Timeout},
+	}, nil
+}
+
+// progress reports done of total to Options.Progress.
+func (p *planner) progress(done, total int) {
+	if p.opts.Progress == nil {
+		return
+	}
+	p.progressMu.Lock()
+	defer p.progressMu.Unlock()
+	p.opts.Progress(done, total)
+}
+
+// each runs fn for i in 0..n-1, at most Options.Concurrency at once, and
+// reports progress. It returns the error of the lowest i that failed.
+func (p *planner) each(ctx context.Context, n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, p.opts.Concurrency)
+	var mu sync.Mutex
+	done := 0
+	p.progress(0, n)
+	for i := 0; i < n; i++ {
+		if ctx.Err() != nil {
+			errs[i] = ctx.Err()
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+			mu.Lock()
+			done++
+			d := done
+			mu.Unlock()
+			p.progress(d, n)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unfinished reads the stream's unfinished changes.
+func (p *planner) unfinished(ctx context.Context) ([]*Intent, error) {
+	return p.intents.list(ctx, p.info.Config.Name, nil)
+}
+
+// noteUnfinished lists the unfinished changes in the plan. When they could
+// not be read (the user may not read the bucket), each change says so: the
+// plan is still made, and executing it needs the bucket anyway.
+func (plan *Plan) noteUnfinished(pending []*Intent, err error) {
+	for _, in := range pending {
+		plan.Unfinished = append(plan.Unfinished, in.unfinished())
+	}
+	if err == nil {
+		return
+	}
+	for _, c := range plan.Changes {
+		if c != nil {
+			c.warn("could not check for unfinished changes: %v", err)
+		}
+	}
 }
 
 // NewPlan plans moving consumers of stream to target: the named consumers,
@@ -259,14 +299,57 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 		slices.Sort(consumers)
 		slices.Sort(plan.Skipped)
 	}
-	for _, name := range consumers {
-		c, err := p.planOne(ctx, name, target)
-		if err != nil {
-			return nil, err
+	// The intent records are read while the consumers are planned.
+	var pending []*Intent
+	var pendingErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pending, pendingErr = p.unfinished(ctx)
+	}()
+	plan.Changes = make([]*Change, len(consumers))
+	errs := make([]error, len(consumers))
+	_ = p.each(ctx, len(consumers), func(i int) error {
+		plan.Changes[i], errs[i] = p.planOne(ctx, consumers[i], target)
+		return nil
+	})
+	wg.Wait()
+	for i, name := range consumers {
+		c := plan.Changes[i]
+		if in := intentOf(pending, name); in != nil && (errors.Is(errs[i], jsutil.ErrNotFound) || c != nil && c.Method == Create) {
+			// Deleted by an interrupted change: recover it first.
+			c = &Change{Stream: stream, Consumer: name, Method: Create, Reason: "the consumer does not exist", Filters: []string{}, Warnings: []string{}}
+			errs[i] = nil
 		}
-		plan.Changes = append(plan.Changes, c)
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		refuseUnfinished(c, pending)
+		plan.Changes[i] = c
 	}
+	plan.noteUnfinished(pending, pendingErr)
 	return plan, nil
+}
+
+func intentOf(pending []*Intent, consumer string) *Intent {
+	for _, in := range pending {
+		if in.Consumer == consumer {
+			return in
+		}
+	}
+	return nil
+}
+
+// refuseUnfinished refuses a change of a consumer that has an unfinished
+// change (not even --force moves it: recover first).
+func refuseUnfinished(c *Change, pending []*Intent) {
+	for _, in := range pending {
+		if in.Consumer == c.Consumer {
+			c.refuse(jsutil.ErrConflict, "an earlier change (%s %s, started %s by %s@%s) is unfinished; finish it first with: %s",
+				in.Method, in.ID, in.Time.UTC().Format(time.RFC3339), in.User, in.Host, RecoverCommand(in.Stream, in.Consumer))
+		}
+	}
 }
 
 // newChange reads a consumer and starts its change.
@@ -291,6 +374,11 @@ func (p *planner) newChange(ctx context.Context, name string) (*Change, error) {
 
 func (p *planner) planOne(ctx context.Context, name string, target Target) (*Change, error) {
 	c, err := p.newChange(ctx, name)
+	if errors.Is(err, jsutil.ErrNotFound) && target.Kind == ToPrevious {
+		// Deleted: --to-previous rebuilds it from the configuration its
+		// last history record keeps.
+		return p.planRebuild(ctx, name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -307,22 +395,9 @@ func (p *planner) planOne(ctx context.Context, name string, target Target) (*Cha
 // complete fills in a change whose target sequence is known: clamping,
 // method, counts, ack records and refusals.
 func (p *planner) complete(ctx context.Context, c *Change, target Target, seq uint64) error {
-	st := p.info.State
-	lo, hi := st.FirstSeq, st.LastSeq+1
-	if lo == 0 {
-		lo = 1
-	}
-	switch {
-	case seq < lo:
-		c.warn("sequence %d is before the stream's first message; using %d", seq, lo)
-		seq = lo
-	case seq > hi:
-		c.warn("sequence %d is past the stream's end; using %d (the next new message)", seq, hi)
-		seq = hi
-	}
-	c.To.Sequence = seq
+	c.To.Sequence = p.clamp(c, seq)
 	if c.To.Time == nil {
-		c.To.Time = p.msgTime(ctx, seq)
+		c.To.Time = p.msgTime(ctx, c.To.Sequence)
 	}
 	if (target.Kind == ToTime) && target.mode() == ModeAfter {
 		t := target.Time.UTC()
@@ -339,6 +414,24 @@ func (p *planner) complete(ctx context.Context, c *Change, target Target, seq ui
 	}
 	p.checkRefusals(c)
 	return nil
+}
+
+// clamp keeps a target within the stream: first..last+1, with a warning.
+func (p *planner) clamp(c *Change, seq uint64) uint64 {
+	st := p.info.State
+	lo, hi := st.FirstSeq, st.LastSeq+1
+	if lo == 0 {
+		lo = 1
+	}
+	switch {
+	case seq < lo:
+		c.warn("sequence %d is before the stream's first message; using %d", seq, lo)
+		return lo
+	case seq > hi:
+		c.warn("sequence %d is past the stream's end; using %d (the next new message)", seq, hi)
+		return hi
+	}
+	return seq
 }
 
 // resolve finds the target sequence for one consumer.
@@ -398,101 +491,6 @@ func filters(cfg jetstream.ConsumerConfig) []string {
 		return []string{}
 	}
 	return cfg.FilterSubjects
-}
-
-// msgTime is the stored time of message seq, nil when there is none.
-func (p *planner) msgTime(ctx context.Context, seq uint64) *time.Time {
-	if seq == 0 || seq > p.info.State.LastSeq {
-		return nil
-	}
-	if t, ok := p.times[seq]; ok {
-		return t
-	}
-	var out *time.Time
-	if m, err := p.stream.GetMsg(ctx, seq); err == nil {
-		t := m.Time.UTC()
-		out = &t
-	}
-	p.times[seq] = out
-	return out
-}
-
-// count fills Redeliver (the messages matching the consumer's filters from
-// the target up to the consumer's delivered sequence) and Skip (those after
-// its ack floor and before the target).
-func (p *planner) count(ctx context.Context, c *Change) error {
-	seq := c.To.Sequence
-	if seq <= c.From.Delivered {
-		a, err := p.countFrom(ctx, c, seq)
-		if err != nil {
-			return err
-		}
-		b, err := p.countFrom(ctx, c, c.From.Delivered+1)
-		if err != nil {
-			return err
-		}
-		if a > b {
-			c.Redeliver = a - b
-		}
-	}
-	if seq > c.From.AckFloor+1 {
-		a, err := p.countFrom(ctx, c, c.From.AckFloor+1)
-		if err != nil {
-			return err
-		}
-		b, err := p.countFrom(ctx, c, seq)
-		if err != nil {
-			return err
-		}
-		if a > b {
-			c.Skip = a - b
-		}
-	}
-	return nil
-}
-
-// countFrom counts the messages matching the consumer's filters at or after
-// seq, by asking the server for a short-lived consumer's pending count.
-// Where such a consumer cannot be made (a work-queue stream allows no
-// overlapping consumers; the user may lack permission) it counts sequence
-// numbers instead, an upper bound.
-func (p *planner) countFrom(ctx context.Context, c *Change, seq uint64) (uint64, error) {
-	last := p.info.State.LastSeq
-	if seq > last {
-		return 0, nil
-	}
-	key := fmt.Sprintf("%d|%s", seq, strings.Join(c.Filters, " "))
-	if n, ok := p.counts[key]; ok {
-		return n, nil
-	}
-	cfg := jetstream.ConsumerConfig{
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       seq,
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: time.Minute,
-		MemoryStorage:     true,
-		Replicas:          1,
-		Metadata:          map[string]string{"jsctl": "reset plan count"},
-	}
-	if len(c.Filters) == 1 {
-		cfg.FilterSubject = c.Filters[0]
-	} else {
-		cfg.FilterSubjects = c.Filters
-	}
-	var n uint64
-	cons, err := p.stream.CreateConsumer(ctx, cfg)
-	if err == nil {
-		n = cons.CachedInfo().NumPending
-		_ = p.stream.DeleteConsumer(ctx, cons.CachedInfo().Name)
-	} else {
-		if ctx.Err() != nil {
-			return 0, jsutil.Wrap(err, "count messages for consumer %q on %q", c.Consumer, c.Stream)
-		}
-		n = last + 1 - seq
-		c.warn("counted by sequence numbers (at most %d messages): %v", n, jsutil.Wrap(err, "count with a temporary consumer"))
-	}
-	p.counts[key] = n
-	return n, nil
 }
 
 // checkRefusals records what the change may not do without --force.

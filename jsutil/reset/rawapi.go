@@ -78,9 +78,12 @@ func request(ctx context.Context, js jetstream.JetStream, subject string, body [
 func requestOnce(ctx context.Context, js jetstream.JetStream, subject string, body []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	msg, err := js.Conn().RequestWithContext(ctx, apiPrefix(js)+subject, body)
+	full := apiPrefix(js) + subject
+	msg, err := js.Conn().RequestWithContext(ctx, full, body)
 	if err != nil {
-		return nil, err
+		// A denied request is never answered: tell that apart from a
+		// lost reply.
+		return nil, jsutil.RequestError(js.Conn(), full, err)
 	}
 	var head struct {
 		Error *apiError `json:"error,omitempty"`
@@ -89,7 +92,7 @@ func requestOnce(ctx context.Context, js jetstream.JetStream, subject string, bo
 		return nil, fmt.Errorf("read reply to %s: %w", subject, err)
 	}
 	if head.Error != nil {
-		return nil, toAPIError(head.Error)
+		return nil, jsutil.RequestError(js.Conn(), full, toAPIError(head.Error))
 	}
 	return msg.Data, nil
 }
@@ -112,20 +115,26 @@ func loadConsumer(ctx context.Context, js jetstream.JetStream, stream, consumer 
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		data, err = request(ctx, js, fmt.Sprintf("CONSUMER.INFO.%s.%s", stream, consumer), nil)
-		if err == nil || !lacksResetAPI(err) || ctx.Err() != nil {
+		if err == nil || !unanswered(err) || ctx.Err() != nil {
 			break
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
+	return decodeState(data, "consumer info")
+}
+
+// decodeState reads a reply holding consumer info (info, create and reset
+// replies all do).
+func decodeState(data []byte, what string) (*consumerState, error) {
 	var raw rawInfoResponse
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("read consumer info: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	var info jetstream.ConsumerInfo
 	if err := json.Unmarshal(data, &info); err != nil {
-		return nil, fmt.Errorf("read consumer info: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	return &consumerState{raw: raw.Config, info: &info}, nil
 }
@@ -133,8 +142,8 @@ func loadConsumer(ctx context.Context, js jetstream.JetStream, stream, consumer 
 // createConsumer creates a consumer from a raw configuration with action
 // "create": it fails if a consumer of that name exists with a different
 // configuration, and returns the existing one if the configuration is the
-// same.
-func createConsumer(ctx context.Context, js jetstream.JetStream, stream, name string, cfg rawConfig) (*jetstream.ConsumerInfo, error) {
+// same. The state returned is the server's create reply.
+func createConsumer(ctx context.Context, js jetstream.JetStream, stream, name string, cfg rawConfig) (*consumerState, error) {
 	body, err := json.Marshal(map[string]any{"stream_name": stream, "config": cfg, "action": "create"})
 	if err != nil {
 		return nil, err
@@ -143,16 +152,41 @@ func createConsumer(ctx context.Context, js jetstream.JetStream, stream, name st
 	if err != nil {
 		return nil, err
 	}
-	var info jetstream.ConsumerInfo
-	if err := json.Unmarshal(data, &info); err != nil {
-		return nil, fmt.Errorf("read consumer create reply: %w", err)
-	}
-	return &info, nil
+	return decodeState(data, "consumer create reply")
 }
 
 func deleteConsumer(ctx context.Context, js jetstream.JetStream, stream, name string) error {
 	_, err := request(ctx, js, fmt.Sprintf("CONSUMER.DELETE.%s.%s", stream, name), nil)
 	return err
+}
+
+// resetReply is the server's reply to a consumer reset
+// (JSApiConsumerResetResponse): the consumer's info just after the reset
+// and the sequence it now starts at.
+type resetReply struct {
+	state    *consumerState
+	ResetSeq uint64 `json:"reset_seq"`
+}
+
+// resetConsumer calls the server's consumer reset API with a raw request,
+// keeping the whole reply. seq 0 resets to the ack floor.
+func resetConsumer(ctx context.Context, js jetstream.JetStream, stream, consumer string, seq uint64) (*resetReply, error) {
+	var body []byte
+	if seq > 0 {
+		body = fmt.Appendf(nil, `{"seq":%d}`, seq)
+	}
+	data, err := request(ctx, js, fmt.Sprintf("CONSUMER.RESET.%s.%s", stream, consumer), body)
+	if err != nil {
+		return nil, err
+	}
+	var r resetReply
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("read consumer reset reply: %w", err)
+	}
+	if r.state, err = decodeState(data, "consumer reset reply"); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // clone copies a raw configuration.
@@ -225,25 +259,47 @@ func (c rawConfig) withoutServerMetadata() rawConfig {
 	return out
 }
 
-// lacksResetAPI reports whether err says the server has no consumer reset
-// API: nobody answered, the request timed out, or the API was unknown.
-// (For other requests it means "not answered".)
-func lacksResetAPI(err error) bool {
+// unanswered reports a request nobody answered: no responders, a timeout,
+// or the server's "bad request" for an API subject it does not serve (a
+// consumer's own reset subject when it has no leader, or a server without
+// that API).
+func unanswered(err error) bool {
+	if errors.Is(err, jsutil.ErrPermission) {
+		return false
+	}
 	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == 10003 { // bad request: unknown API
-		return true
-	}
-	return false
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10003 // bad request: unknown API
 }
 
-// resetInPlace calls the server's consumer reset API. seq 0 resets to the
-// ack floor.
-func resetInPlace(ctx context.Context, js jetstream.JetStream, stream, consumer string, seq uint64) error {
-	_, err := js.ResetConsumerToSequence(ctx, stream, consumer, seq)
-	return err
+// lacksResetAPI reports an in-place reset the server could not route: no
+// responders or "bad request" for the reset subject. A timeout is not
+// that: the reset may have been applied and its reply lost.
+func lacksResetAPI(err error) bool {
+	if errors.Is(err, jsutil.ErrPermission) {
+		return false
+	}
+	if errors.Is(err, nats.ErrNoResponders) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10003
+}
+
+// lost reports an error after which the request's outcome is unknown or the
+// server was briefly unavailable: no answer in time, no responders, a
+// connection being re-established, JetStream not ready (503). It is never
+// a permission denial.
+func lost(err error) bool {
+	if err == nil || errors.Is(err, jsutil.ErrPermission) {
+		return false
+	}
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || unavailable(err)
 }
 
 // wrapConsumer names the stream and consumer in an error.

@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
@@ -47,6 +48,41 @@ type Status struct {
 	Config json.RawMessage `json:"config"`
 	// Cluster is the consumer's replica placement (nil on a single server).
 	Cluster *jetstream.ClusterInfo `json:"cluster"`
+	// Unfinished is a change of the consumer that an interrupted run left
+	// unfinished (`jsctl consumer recover` finishes it).
+	Unfinished *Unfinished `json:"unfinished_change,omitempty"`
+	// Missing marks a consumer that does not exist now but has an
+	// unfinished change (an interrupted recreate deleted it); only Stream,
+	// Consumer, Config (the recorded one) and Unfinished are set.
+	Missing bool `json:"missing,omitempty"`
+}
+
+// unfinishedWait bounds the look at the intent records in List and
+// Describe (a user may be allowed to read consumers but not the bucket).
+const unfinishedWait = 2 * time.Second
+
+// unfinishedOf reads the stream's intent records, by consumer; empty when
+// they cannot be read.
+func unfinishedOf(ctx context.Context, js jetstream.JetStream, stream string, names ...string) map[string]*Intent {
+	ctx, cancel := context.WithTimeout(ctx, unfinishedWait)
+	defer cancel()
+	s := &intents{js: js, bucket: IntentBucket}
+	list, err := s.list(ctx, stream, names)
+	out := map[string]*Intent{}
+	if err != nil {
+		return out
+	}
+	for _, in := range list {
+		out[in.Consumer] = in
+	}
+	return out
+}
+
+func (st *Status) attach(in *Intent) {
+	if in != nil {
+		u := in.unfinished()
+		st.Unfinished = &u
+	}
 }
 
 // Describe reads one consumer's status.
@@ -55,11 +91,18 @@ func Describe(ctx context.Context, js jetstream.JetStream, stream, consumer stri
 	if err != nil {
 		return nil, jsutil.Wrap(err, "consumer %q on %q", consumer, stream)
 	}
+	pending := unfinishedOf(ctx, js, stream, consumer)
 	st, err := loadConsumer(ctx, js, stream, consumer)
+	if in := pending[consumer]; in != nil && errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, jsutil.Errorf(jsutil.ErrNotFound, "consumer %q on %q: consumer not found; an unfinished %s (change %s, started %s by %s@%s) may have deleted it: finish it with: %s",
+			consumer, stream, in.Method, in.ID, in.Time.UTC().Format(time.RFC3339), in.User, in.Host, RecoverCommand(stream, consumer))
+	}
 	if err != nil {
 		return nil, jsutil.Wrap(err, "consumer %q on %q", consumer, stream)
 	}
-	return p.status(ctx, st, now), nil
+	s := p.status(ctx, st, now)
+	s.attach(pending[consumer])
+	return s, nil
 }
 
 // List reads the status of every consumer of stream, sorted by name.
@@ -76,14 +119,28 @@ func List(ctx context.Context, js jetstream.JetStream, stream string, now time.T
 	if err := names.Err(); err != nil {
 		return nil, jsutil.Wrap(err, "list consumers of %q", stream)
 	}
+	pending := unfinishedOf(ctx, js, stream)
+	for n := range pending {
+		if !slices.Contains(all, n) {
+			all = append(all, n)
+		}
+	}
 	slices.Sort(all)
 	out := []*Status{}
 	for _, n := range all {
 		st, err := loadConsumer(ctx, js, stream, n)
+		if in := pending[n]; in != nil && errors.Is(err, jetstream.ErrConsumerNotFound) {
+			s := &Status{Stream: stream, Consumer: n, Missing: true, Filters: []string{}, Config: in.Config}
+			s.attach(in)
+			out = append(out, s)
+			continue
+		}
 		if err != nil {
 			return nil, jsutil.Wrap(err, "consumer %q on %q", n, stream)
 		}
-		out = append(out, p.status(ctx, st, now))
+		s := p.status(ctx, st, now)
+		s.attach(pending[n])
+		out = append(out, s)
 	}
 	return out, nil
 }

@@ -23,6 +23,7 @@ const (
 	ToLatest   Kind = "latest"    // after the stream's last message
 	ToAckFloor Kind = "ack-floor" // redeliver everything not acknowledged
 	ToPrevious Kind = "previous"  // undo the last recorded reset
+	ToSaved    Kind = "saved"     // each consumer to a sequence of its own (PlanMoves)
 )
 
 // Seek modes for time targets (as in jsutil/seek).
@@ -57,7 +58,7 @@ func (t Target) Validate() error {
 		if t.Seq == 0 {
 			return jsutil.Errorf(jsutil.ErrBadInput, "a sequence target needs a sequence of at least 1")
 		}
-	case ShiftBy, ToEarliest, ToLatest, ToAckFloor, ToPrevious:
+	case ShiftBy, ToEarliest, ToLatest, ToAckFloor, ToPrevious, ToSaved:
 	default:
 		return jsutil.Errorf(jsutil.ErrBadInput, "unknown target kind %q", t.Kind)
 	}
@@ -80,6 +81,8 @@ func (t Target) String() string {
 		return fmt.Sprintf("sequence %d", t.Seq)
 	case ShiftBy:
 		return fmt.Sprintf("shift by %+d", t.Shift)
+	case ToSaved:
+		return "saved positions"
 	}
 	return string(t.Kind)
 }

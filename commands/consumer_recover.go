@@ -1,0 +1,128 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jsctl/jsctl/jsutil/reset"
+)
+
+// ConsumerRecoverCmd finishes consumer changes left unfinished by an
+// interrupted run.
+type ConsumerRecoverCmd struct {
+	Stream    string   `arg:"" predictor:"stream" help:"Stream whose unfinished consumer changes to finish."`
+	Consumers []string `arg:"" optional:"" predictor:"consumer" help:"Only these consumers (default: every consumer with an unfinished change)."`
+	Execute   bool     `name:"execute" help:"Finish the changes (without it they are only listed)."`
+}
+
+// Help is the long help of consumer recover.
+func (ConsumerRecoverCmd) Help() string {
+	return `Lists the consumer changes of a stream that an interrupted run left unfinished
+(jsctl killed, the server restarted, a reply lost for good), what state each
+consumer is in now, and what finishing the change does. With --execute it
+finishes them: a deleted consumer is created again with its recorded
+configuration at the planned target, a half-made change is completed, each
+is verified, recorded in history (once) and its intent record removed.
+Without --execute nothing changes.
+
+Every change jsctl makes to a consumer first writes an intent record (the
+consumer's full configuration, its old position and the target) to the KV
+bucket JSCTL_RESET_INTENTS, and removes it when the change is verified and
+recorded. consumer ls, info and reset warn while one is left.
+
+States: missing (the consumer does not exist), old (not changed yet, or put
+back), new (made by the change, not yet at the target), at-target (made, not
+yet recorded), recorded (only the intent record is left), other (changed by
+someone else since: left as it is), no-stream (the stream is gone).
+
+Examples:
+  jsctl consumer recover ORDERS                      # what is unfinished, and the plan
+  jsctl consumer recover ORDERS billing --execute    # finish billing's change
+  jsctl consumer recover ORDERS --execute --json`
+}
+
+// Run lists, and with --execute finishes, the unfinished changes.
+func (c *ConsumerRecoverCmd) Run(ctx context.Context, env *Env) error {
+	cl, p, err := env.Session(ctx)
+	if err != nil {
+		return err
+	}
+	opts := reset.Options{Timeout: env.Globals.Timeout, Now: env.Now}
+	r, err := reset.PlanRecover(ctx, cl.JS, c.Stream, c.Consumers, opts)
+	if err != nil {
+		return err
+	}
+	var execErr error
+	if c.Execute {
+		execErr = reset.ExecuteRecover(ctx, cl.JS, r, opts)
+	}
+	if err := printRecovery(p, r); err != nil {
+		return err
+	}
+	return execErr
+}
+
+func printRecovery(p *Printer, r *reset.Recovery) error {
+	if p.JSON {
+		return p.PrintJSON(r)
+	}
+	if len(r.Changes) == 0 {
+		p.Printf("No unfinished changes on stream %s.\n", r.Stream)
+		return nil
+	}
+	noun := "changes"
+	if len(r.Changes) == 1 {
+		noun = "change"
+	}
+	p.Printf("Stream %s: %d unfinished %s\n", r.Stream, len(r.Changes), noun)
+	var rows [][]string
+	for _, rc := range r.Changes {
+		rows = append(rows, []string{
+			rc.Consumer, rc.ChangeID, string(rc.Method), p.Time(rc.Started), rc.User + "@" + rc.Host,
+			rc.State, rc.Action, u64(rc.To.Sequence), recoverStatus(r, rc),
+		})
+	}
+	if err := p.Table([]string{"CONSUMER", "CHANGE", "METHOD", "STARTED", "BY", "STATE", "ACTION", "TO", "STATUS"}, rows); err != nil {
+		return err
+	}
+	for _, rc := range r.Changes {
+		p.Printf("  %s: %s\n", rc.Consumer, rc.Reason)
+		for _, w := range rc.Warnings {
+			p.Printf("  %s: warning: %s\n", rc.Consumer, w)
+		}
+		if rc.Error != "" {
+			p.Printf("  %s: failed: %s\n", rc.Consumer, rc.Error)
+		}
+	}
+	if !r.Executed {
+		p.Printf("Nothing changed. Pass --execute to finish %s.\n", map[bool]string{true: "it", false: "them"}[len(r.Changes) == 1])
+	}
+	return nil
+}
+
+func recoverStatus(r *reset.Recovery, rc *reset.RecoverChange) string {
+	switch {
+	case rc.Error != "":
+		return "failed"
+	case rc.Done && rc.Verified:
+		return "verified"
+	case rc.Done:
+		return "done"
+	case rc.Applied:
+		return "applied"
+	case r.Executed:
+		return "not run"
+	}
+	return "planned"
+}
+
+// warnUnfinished tells people, on stderr, about changes an interrupted run
+// left unfinished and how to finish them (--json has them in a field).
+func warnUnfinished(env *Env, p *Printer, list []reset.Unfinished) {
+	if p.JSON {
+		return
+	}
+	for _, u := range list {
+		fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", u)
+	}
+}

@@ -1,0 +1,186 @@
+package reset
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TempPrefix starts the names of the short-lived consumers jsctl makes for
+// itself (counting messages, keeping interest during a recreate), so they
+// can be recognised; they expire on the server when left behind.
+const TempPrefix = "jsctl_tmp_"
+
+// countInactive is how long a temporary counting consumer outlives a
+// jsctl that died before deleting it.
+const countInactive = 5 * time.Second
+
+// msgTime is the stored time of message seq, nil when there is none.
+func (p *planner) msgTime(ctx context.Context, seq uint64) *time.Time {
+	if seq == 0 || seq > p.info.State.LastSeq {
+		return nil
+	}
+	p.mu.Lock()
+	t, ok := p.times[seq]
+	p.mu.Unlock()
+	if ok {
+		return t
+	}
+	var out *time.Time
+	if m, err := p.stream.GetMsg(ctx, seq); err == nil {
+		t := m.Time.UTC()
+		out = &t
+	}
+	p.mu.Lock()
+	p.times[seq] = out
+	p.mu.Unlock()
+	return out
+}
+
+// count fills Redeliver (the messages matching the consumer's filters from
+// the target up to the consumer's delivered sequence) and Skip (those after
+// its ack floor and before the target).
+func (p *planner) count(ctx context.Context, c *Change) error {
+	seq := c.To.Sequence
+	if seq <= c.From.Delivered {
+		a, err := p.countFrom(ctx, c, seq)
+		if err != nil {
+			return err
+		}
+		b, err := p.countFrom(ctx, c, c.From.Delivered+1)
+		if err != nil {
+			return err
+		}
+		if a > b {
+			c.Redeliver = a - b
+		}
+	}
+	if seq > c.From.AckFloor+1 {
+		a, err := p.countFrom(ctx, c, c.From.AckFloor+1)
+		if err != nil {
+			return err
+		}
+		b, err := p.countFrom(ctx, c, seq)
+		if err != nil {
+			return err
+		}
+		if a > b {
+			c.Skip = a - b
+		}
+	}
+	return nil
+}
+
+// countFrom counts the messages matching the consumer's filters at or after
+// seq, with the cheapest exact method the stream allows:
+//
+//   - sequence numbers, when the consumer takes every subject and the
+//     stream has no interior deletes;
+//   - a direct get (batch of one, the server's pending count), when the
+//     stream allows direct gets and the consumer has at most one filter;
+//   - a temporary consumer's pending count, except on a work-queue stream
+//     (which allows no second consumer on the same subjects).
+//
+// Where none applies it counts sequence numbers, an upper bound, and says so
+// in a warning.
+func (p *planner) countFrom(ctx context.Context, c *Change, seq uint64) (uint64, error) {
+	st := p.info.State
+	last := st.LastSeq
+	if seq > last {
+		return 0, nil
+	}
+	key := fmt.Sprintf("%d|%s", seq, strings.Join(c.Filters, " "))
+	p.mu.Lock()
+	n, ok := p.counts[key]
+	p.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	bySeq := last + 1 - max(seq, st.FirstSeq, 1)
+	cfg := p.info.Config
+	var err error
+	switch {
+	case len(c.Filters) == 0 && st.NumDeleted == 0:
+		n = bySeq
+	case cfg.AllowDirect && len(c.Filters) <= 1:
+		filter := ">"
+		if len(c.Filters) == 1 {
+			filter = c.Filters[0]
+		}
+		n, err = p.directCount(ctx, seq, filter)
+	case cfg.Retention == jetstream.WorkQueuePolicy:
+		n = bySeq
+		c.warn("counted by sequence numbers (at most %d messages): on a work-queue stream only the stream's direct get (allow_direct) can count this consumer's messages, and this stream does not allow it", n)
+	default:
+		n, err = p.consumerCount(ctx, c, seq)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, jsutil.Wrap(err, "count messages for consumer %q on %q", c.Consumer, c.Stream)
+		}
+		n = bySeq
+		c.warn("counted by sequence numbers (at most %d messages): %v", n, err)
+	}
+	p.mu.Lock()
+	p.counts[key] = n
+	p.mu.Unlock()
+	return n, nil
+}
+
+// consumerCount asks a temporary consumer (memory, R1, no acks, a short
+// inactive threshold) starting at seq for its pending count.
+func (p *planner) consumerCount(ctx context.Context, c *Change, seq uint64) (uint64, error) {
+	cfg := jetstream.ConsumerConfig{
+		Name:              TempPrefix + "count_" + newID(),
+		Description:       "jsctl: counts messages for a reset plan (temporary)",
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       seq,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: countInactive,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	if len(c.Filters) == 1 {
+		cfg.FilterSubject = c.Filters[0]
+	} else {
+		cfg.FilterSubjects = c.Filters
+	}
+	cons, err := p.stream.CreateConsumer(ctx, cfg)
+	if err != nil {
+		return 0, jsutil.Wrap(jsutil.RequestError(p.js.Conn(), apiPrefix(p.js)+"CONSUMER.CREATE."+c.Stream+"."+cfg.Name, err), "create a temporary counting consumer")
+	}
+	n := cons.CachedInfo().NumPending
+	dctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
+	defer cancel()
+	_ = p.stream.DeleteConsumer(dctx, cfg.Name) // else it expires by itself
+	return n, nil
+}
+
+// directCount asks a direct get (batch of one) from seq for the number of
+// messages matching filter at or after seq.
+func (p *planner) directCount(ctx context.Context, seq uint64, filter string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	subject := apiPrefix(p.js) + "DIRECT.GET." + p.info.Config.Name
+	body := fmt.Appendf(nil, `{"seq":%d,"next_by_subj":%s,"batch":1}`, seq, strconv.Quote(filter))
+	msg, err := p.js.Conn().RequestWithContext(ctx, subject, body)
+	if err != nil {
+		return 0, jsutil.Wrap(jsutil.RequestError(p.js.Conn(), subject, err), "count with a direct get")
+	}
+	if status := msg.Header.Get("Status"); status != "" {
+		if status == "404" {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("count with a direct get: status %s %s", status, msg.Header.Get("Description"))
+	}
+	n, err := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("count with a direct get: the reply has no pending count")
+	}
+	return n + 1, nil // the message sent is not counted as pending
+}

@@ -1,0 +1,388 @@
+package reset
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// IntentBucket is the KV bucket of intent records: one key per consumer
+// (HistoryKey: STREAM.CONSUMER, each name a jsutil.KeyToken), history 1,
+// created on first use with the stream's replica count. A key holds a
+// record while a change of that consumer is in progress and is deleted
+// when the change is verified and recorded in history.
+const IntentBucket = "JSCTL_RESET_INTENTS"
+
+// Intent is written before the first destructive step of a change
+// (delete, in-place reset): everything needed to finish or undo the change
+// if the run that made it dies. It is created with compare-and-set, so two
+// concurrent changes of one consumer conflict instead of racing.
+type Intent struct {
+	// ID identifies the change; its history record carries it too.
+	ID       string `json:"id"`
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
+	Method   Method `json:"method"`
+	Target   Target `json:"target"`
+	// Config is the consumer's full configuration exactly as the server
+	// returned it before the change (absent when the change creates a
+	// consumer that did not exist).
+	Config json.RawMessage `json:"config,omitempty"`
+	// Created is when the server created the consumer the change started
+	// from: a consumer with another creation time was made afterwards.
+	Created *time.Time `json:"created,omitempty"`
+	// From is the position before the change.
+	From      From   `json:"from"`
+	FromStart *Start `json:"from_start,omitempty"`
+	// To is the target: the next delivery once the change is made.
+	To        To         `json:"to"`
+	StartTime *time.Time `json:"start_time,omitempty"`
+	// NewConfig is the configuration a recreate (or create) creates the
+	// consumer with.
+	NewConfig json.RawMessage `json:"new_config,omitempty"`
+	// MoveAfterCreate says the consumer created from NewConfig is then
+	// moved to To.Sequence in place (NewConfig keeps its own start).
+	MoveAfterCreate bool `json:"move_after_create,omitempty"`
+	// UndoOf is the history revision a --to-previous change undoes.
+	UndoOf uint64 `json:"undo_of,omitempty"`
+	// Hold names the consumer that keeps interest in an interest stream's
+	// messages while the consumer is recreated.
+	Hold string `json:"hold,omitempty"`
+	// Forget is the range of ack records the change forgets first.
+	Forget *Forget   `json:"forget_acks,omitempty"`
+	Time   time.Time `json:"time"`
+	User   string    `json:"user"`
+	Host   string    `json:"host"`
+
+	revision uint64
+}
+
+// Unfinished describes a change an interrupted run left unfinished.
+type Unfinished struct {
+	ChangeID string    `json:"change_id"`
+	Stream   string    `json:"stream"`
+	Consumer string    `json:"consumer"`
+	Method   Method    `json:"method"`
+	Started  time.Time `json:"started"`
+	User     string    `json:"user"`
+	Host     string    `json:"host"`
+	To       To        `json:"to"`
+	// Command finishes it.
+	Command string `json:"command"`
+}
+
+// String says it for people, naming the command that finishes it.
+func (u Unfinished) String() string {
+	return fmt.Sprintf("consumer %q on %q has an unfinished %s (change %s, started %s by %s@%s); finish it with: %s",
+		u.Consumer, u.Stream, u.Method, u.ChangeID, u.Started.UTC().Format(time.RFC3339), u.User, u.Host, u.Command)
+}
+
+func (in *Intent) unfinished() Unfinished {
+	return Unfinished{
+		ChangeID: in.ID, Stream: in.Stream, Consumer: in.Consumer, Method: in.Method,
+		Started: in.Time.UTC(), User: in.User, Host: in.Host, To: in.To,
+		Command: RecoverCommand(in.Stream, in.Consumer),
+	}
+}
+
+// RecoverCommand is the command line that finishes a consumer's unfinished
+// change.
+func RecoverCommand(stream, consumer string) string {
+	return "jsctl consumer recover " + shellWord(stream) + " " + shellWord(consumer) + " --execute"
+}
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=+,:@%/", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// newID returns a random change id.
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// intents is the intent bucket, opened (or created) on first use.
+type intents struct {
+	js       jetstream.JetStream
+	bucket   string
+	replicas int
+	settle   time.Duration
+	timeout  time.Duration // per request (requestTimeout when 0)
+
+	mu sync.Mutex
+	kv jetstream.KeyValue
+}
+
+// ctx bounds one request.
+func (s *intents) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return context.WithTimeout(ctx, requestTimeout)
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+func (s *intents) open(ctx context.Context, create bool) (jetstream.KeyValue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kv != nil {
+		return s.kv, nil
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	kv, err := s.js.KeyValue(ctx, s.bucket)
+	err = jsutil.RequestError(s.js.Conn(), apiPrefix(s.js)+"STREAM.INFO.KV_"+s.bucket, err)
+	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
+		kv, err = s.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      s.bucket,
+			Description: "jsctl consumer changes in progress (consumer recover finishes them)",
+			History:     1,
+			Replicas:    max(s.replicas, 1),
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = s.js.KeyValue(ctx, s.bucket)
+		}
+		err = jsutil.RequestError(s.js.Conn(), apiPrefix(s.js)+"STREAM.CREATE.KV_"+s.bucket, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.kv = kv
+	return kv, nil
+}
+
+// begin writes the intent with compare-and-set (create). A record already
+// there for the consumer is a conflict (another change is in progress or
+// was left unfinished). A lost reply is retried; a retry that finds this
+// very intent already written counts as written.
+func (s *intents) begin(ctx context.Context, in *Intent) error {
+	what := fmt.Sprintf("reset consumer %q on %q: write the intent record to %q (nothing changed)", in.Consumer, in.Stream, s.bucket)
+	kv, err := s.open(ctx, true)
+	if err != nil {
+		return jsutil.Wrap(err, "%s", what)
+	}
+	val, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	key := HistoryKey(in.Stream, in.Consumer)
+	deadline := time.Now().Add(s.settle)
+	for {
+		cctx, cancel := s.ctx(ctx)
+		rev, err := kv.Create(cctx, key, val)
+		cancel()
+		if err == nil {
+			in.revision = rev
+			return nil
+		}
+		err = jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			cur, gerr := s.get(ctx, kv, key)
+			if gerr == nil && cur != nil && cur.ID == in.ID {
+				in.revision = cur.revision // our own write, its reply lost
+				return nil
+			}
+			if gerr == nil && cur != nil {
+				return jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: another change is in progress or unfinished (change %s, %s by %s@%s, started %s); if no other jsctl is changing it, finish that change with: %s",
+					in.Consumer, in.Stream, cur.ID, cur.Method, cur.User, cur.Host, cur.Time.UTC().Format(time.RFC3339), RecoverCommand(in.Stream, in.Consumer))
+			}
+			if gerr != nil && !lost(gerr) {
+				return jsutil.Wrap(gerr, "%s", what)
+			}
+			// Deleted meanwhile, or unreadable for now: try again.
+		} else if !lost(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return jsutil.Wrap(err, "%s", what)
+		}
+		if !sleepCtx(ctx, 200*time.Millisecond) || time.Now().After(deadline) {
+			return jsutil.Wrap(err, "%s", what)
+		}
+	}
+}
+
+// update rewrites an intent this run holds (compare-and-set on its
+// revision), as when the method changes from reset to recreate.
+func (s *intents) update(ctx context.Context, in *Intent) error {
+	kv, err := s.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	val, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	key := HistoryKey(in.Stream, in.Consumer)
+	deadline := time.Now().Add(s.settle)
+	for {
+		uctx, cancel := s.ctx(ctx)
+		rev, err := kv.Update(uctx, key, val, in.revision)
+		cancel()
+		if err == nil {
+			in.revision = rev
+			return nil
+		}
+		// A retry after a lost reply fails its compare-and-set: read back.
+		if cur, gerr := s.get(ctx, kv, key); gerr == nil && cur != nil && cur.ID == in.ID && cur.Method == in.Method {
+			in.revision = cur.revision
+			return nil
+		}
+		if !lost(err) || time.Now().After(deadline) || !sleepCtx(ctx, 200*time.Millisecond) {
+			return jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "reset consumer %q on %q: update the intent record", in.Consumer, in.Stream)
+		}
+	}
+}
+
+// complete deletes a finished change's intent (compare-and-set on the
+// revision this run wrote, so a newer change's record is never removed).
+// An intent already gone counts as completed.
+func (s *intents) complete(ctx context.Context, in *Intent) error {
+	ctx = context.WithoutCancel(ctx)
+	kv, err := s.open(ctx, false)
+	if err != nil {
+		return jsutil.Wrap(err, "complete the intent record of consumer %q on %q", in.Consumer, in.Stream)
+	}
+	key := HistoryKey(in.Stream, in.Consumer)
+	deadline := time.Now().Add(s.settle)
+	for {
+		dctx, cancel := s.ctx(ctx)
+		err = kv.Delete(dctx, key, jetstream.LastRevision(in.revision))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		cur, gerr := s.get(ctx, kv, key)
+		if gerr == nil && (cur == nil || cur.ID != in.ID) {
+			return nil // deleted (our lost reply) or another change's record
+		}
+		if !lost(err) || time.Now().After(deadline) {
+			return jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "complete the intent record of consumer %q on %q", in.Consumer, in.Stream)
+		}
+		if !sleepCtx(ctx, 200*time.Millisecond) {
+			return err
+		}
+	}
+}
+
+// get reads one intent; nil when there is none.
+func (s *intents) get(ctx context.Context, kv jetstream.KeyValue, key string) (*Intent, error) {
+	gctx, cancel := s.ctx(ctx)
+	defer cancel()
+	e, err := kv.Get(gctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeIntent(e)
+}
+
+func decodeIntent(e jetstream.KeyValueEntry) (*Intent, error) {
+	var in Intent
+	if err := json.Unmarshal(e.Value(), &in); err != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read intent record %q (revision %d): %w", e.Key(), e.Revision(), err)
+	}
+	in.revision = e.Revision()
+	return &in, nil
+}
+
+// list reads the intents of stream's consumers (all of them when names is
+// empty), sorted by consumer. A missing bucket holds none.
+func (s *intents) list(ctx context.Context, stream string, names []string) ([]*Intent, error) {
+	kv, err := s.open(ctx, false)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return []*Intent{}, nil
+	}
+	if err != nil {
+		return nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
+	}
+	w, err := kv.Watch(ctx, jsutil.KeyToken(stream)+".*", jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
+	}
+	defer func() { _ = w.Stop() }()
+	out := []*Intent{}
+	timer := time.NewTimer(requestTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil {
+				slices.SortFunc(out, func(a, b *Intent) int { return strings.Compare(a.Consumer, b.Consumer) })
+				return out, nil
+			}
+			in, err := decodeIntent(e)
+			if err != nil {
+				return nil, err
+			}
+			if len(names) == 0 || slices.Contains(names, in.Consumer) {
+				out = append(out, in)
+			}
+		case <-timer.C:
+			return nil, jsutil.Errorf(jsutil.ErrConnection, "read intent records of stream %q from %q: no answer from the server in time", stream, s.bucket)
+		case <-ctx.Done():
+			return nil, jsutil.Wrap(ctx.Err(), "read intent records of stream %q", stream)
+		}
+	}
+}
+
+// ListUnfinished lists the changes of stream's consumers (all, or those named)
+// that an interrupted run left unfinished, from bucket ("" = IntentBucket).
+// `jsctl consumer recover` finishes them.
+func ListUnfinished(ctx context.Context, js jetstream.JetStream, bucket, stream string, consumers ...string) ([]Unfinished, error) {
+	if bucket == "" {
+		bucket = IntentBucket
+	}
+	s := &intents{js: js, bucket: bucket}
+	list, err := s.list(ctx, stream, consumers)
+	if err != nil {
+		return nil, err
+	}
+	out := []Unfinished{}
+	for _, in := range list {
+		out = append(out, in.unfinished())
+	}
+	return out, nil
+}
+
+// kvSubject is the subject a KV write of key goes to (for telling a denied
+// write from a lost reply).
+func kvSubject(js jetstream.JetStream, bucket, key string) string {
+	o := js.Options()
+	if o.Domain != "" {
+		return "$JS." + o.Domain + ".API.$KV." + bucket + "." + key
+	}
+	return "$KV." + bucket + "." + key
+}
+
+// sleepCtx waits d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

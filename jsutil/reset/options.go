@@ -1,0 +1,105 @@
+package reset
+
+import (
+	"context"
+	"os"
+	"os/user"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Options tune planning and execution. The zero value is usable.
+type Options struct {
+	// Method forces a method; "" or Auto picks one per consumer.
+	Method Method
+	// Force allows refused changes: busy consumers and forward moves that
+	// can remove messages from interest or work-queue streams.
+	Force bool
+	// ForgetAcks deletes the ack records of the replayed range (jsutil/acks)
+	// before moving a consumer back.
+	ForgetAcks bool
+	// AcksBucket is the ack-record bucket ("" = acks.DefaultBucket).
+	AcksBucket string
+	// AcksScope is the ack-record scope ("" = each consumer's default scope).
+	AcksScope string
+	// HistoryBucket is the KV bucket of reset history ("" = HistoryBucket).
+	HistoryBucket string
+	// Seek finds sequences for times (nil = DefaultSeek).
+	Seek SeekFunc
+	// Timeout bounds each request to the server (default 5s).
+	Timeout time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// User and Host are recorded in history (defaults: the OS user and host).
+	User, Host string
+	// IntentBucket is the KV bucket of intent records ("" = IntentBucket).
+	IntentBucket string
+	// Settle bounds how long a change whose reply was lost (a server
+	// restart, a leader election, a network fault) keeps finding out what
+	// happened and finishing it before it gives up and leaves the change
+	// to `consumer recover` (default 30s).
+	Settle time.Duration
+	// Concurrency is how many consumers are planned, and changed, at once
+	// (default 8). Execution runs the first change alone, so a refusal or a
+	// server without the reset API shows before the others start.
+	Concurrency int
+	// Progress, when set, is called as consumers are planned and as
+	// changes are executed, with how many are done of how many in all
+	// (calls never overlap).
+	Progress func(done, total int)
+
+	// Test seams.
+	// beforeCreate runs after a recreate deleted the consumer and before
+	// it creates it again.
+	beforeCreate func() error
+	// inPlace replaces the server's reset API (servers without it).
+	inPlace func(ctx context.Context, js jetstream.JetStream, stream, consumer string, seq uint64) (*resetReply, error)
+	// lose, when it returns true for an operation ("delete", "create",
+	// "reset"), drops the server's reply to that request after the server
+	// applied it, as a lost reply would.
+	lose func(op string) bool
+	// crash, when it returns true at a step ("intent", "deleted",
+	// "created", "applied", "recorded"), stops the change there as if the
+	// process died: nothing is restored or completed.
+	crash func(step string) bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Method == "" {
+		o.Method = Auto
+	}
+	if o.HistoryBucket == "" {
+		o.HistoryBucket = HistoryBucket
+	}
+	if o.Seek == nil {
+		o.Seek = DefaultSeek
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.inPlace == nil {
+		o.inPlace = resetConsumer
+	}
+	if o.IntentBucket == "" {
+		o.IntentBucket = IntentBucket
+	}
+	if o.Settle <= 0 {
+		o.Settle = 30 * time.Second
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.User == "" {
+		if u, err := user.Current(); err == nil {
+			o.User = u.Username
+		}
+	}
+	if o.Host == "" {
+		o.Host, _ = os.Hostname()
+	}
+	return o
+}

@@ -1,0 +1,293 @@
+package reset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// States of a consumer whose change was left unfinished (RecoverChange.State).
+const (
+	StateNoStream = "no-stream" // the stream is gone
+	StateRecorded = "recorded"  // the change is in history; only its intent is left
+	StateMissing  = "missing"   // the consumer does not exist
+	StateOld      = "old"       // the consumer as the change found it (or put back): not changed yet
+	StateNew      = "new"       // made by the change, not at the target
+	StateTarget   = "at-target" // made by the change and at the target, not yet recorded
+	StateOther    = "other"     // changed by someone else since: its configuration differs
+)
+
+// Actions that finishing a change takes (RecoverChange.Action).
+const (
+	ActCreate   = "create"   // create it from the recorded configuration at the target
+	ActRecreate = "recreate" // delete and create it with the new configuration
+	ActReset    = "reset"    // reset it in place to the target
+	ActMove     = "move"     // move the new consumer to the target in place
+	ActRecord   = "record"   // record the change in history
+	ActClear    = "clear"    // only remove the intent record
+	ActLeave    = "leave"    // leave the consumer as it is and remove the intent record
+)
+
+// RecoverChange is one unfinished change: what the server holds now, and
+// what finishing it does.
+type RecoverChange struct {
+	ChangeID string    `json:"change_id"`
+	Stream   string    `json:"stream"`
+	Consumer string    `json:"consumer"`
+	Method   Method    `json:"method"`
+	Started  time.Time `json:"started"`
+	User     string    `json:"user"`
+	Host     string    `json:"host"`
+	From     From      `json:"from"`
+	To       To        `json:"to"`
+	State    string    `json:"state"`
+	Action   string    `json:"action"`
+	// Reason says what was found, for people.
+	Reason   string   `json:"reason"`
+	Applied  bool     `json:"applied"`
+	Verified bool     `json:"verified"`
+	Recorded bool     `json:"recorded"`
+	Done     bool     `json:"done"`
+	Warnings []string `json:"warnings"`
+	Error    string   `json:"error,omitempty"`
+
+	intent *Intent
+	state  *consumerState
+}
+
+// Recovery lists the unfinished changes of one stream and, once executed,
+// what finishing them did.
+type Recovery struct {
+	Stream   string           `json:"stream"`
+	Executed bool             `json:"executed"`
+	Changes  []*RecoverChange `json:"changes"`
+}
+
+// PlanRecover lists the changes of stream's consumers (all, or those named)
+// that an interrupted run left unfinished, what state each consumer is in
+// and what finishing the change would do. Nothing changes on the server.
+func PlanRecover(ctx context.Context, js jetstream.JetStream, stream string, consumers []string, opts Options) (*Recovery, error) {
+	opts = opts.withDefaults()
+	r := &Recovery{Stream: stream, Changes: []*RecoverChange{}}
+	p, err := newPlanner(ctx, js, stream, opts)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		// Intents of a deleted stream can only be cleared.
+		s := &intents{js: js, bucket: opts.IntentBucket}
+		list, lerr := s.list(ctx, stream, consumers)
+		if lerr != nil {
+			return nil, lerr
+		}
+		if len(list) == 0 {
+			return nil, jsutil.Wrap(err, "recover consumers on %q", stream)
+		}
+		for _, in := range list {
+			rc := newRecoverChange(in)
+			rc.State, rc.Action, rc.Reason = StateNoStream, ActClear, "the stream no longer exists"
+			r.Changes = append(r.Changes, rc)
+		}
+		return r, nil
+	}
+	if err != nil {
+		return nil, jsutil.Wrap(err, "recover consumers on %q", stream)
+	}
+	list, err := p.intents.list(ctx, stream, consumers)
+	if err != nil {
+		return nil, err
+	}
+	x := &executor{planner: p}
+	r.Changes = make([]*RecoverChange, len(list))
+	err = p.each(ctx, len(list), func(i int) error {
+		rc := newRecoverChange(list[i])
+		r.Changes[i] = rc
+		return x.classify(ctx, rc)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func newRecoverChange(in *Intent) *RecoverChange {
+	return &RecoverChange{
+		ChangeID: in.ID, Stream: in.Stream, Consumer: in.Consumer, Method: in.Method,
+		Started: in.Time.UTC(), User: in.User, Host: in.Host, From: in.From, To: in.To,
+		Warnings: []string{}, intent: in,
+	}
+}
+
+// change is the Change that finishing rc makes.
+func (rc *RecoverChange) change() *Change {
+	in := rc.intent
+	return &Change{
+		Stream: in.Stream, Consumer: in.Consumer, Method: in.Method, From: in.From, To: in.To,
+		StartTime: in.StartTime, UndoOf: in.UndoOf, ChangeID: in.ID, Warnings: []string{}, state: rc.state,
+		unsure: true, // an interrupted run: the server may have crashed too
+	}
+}
+
+// classify finds out what state the consumer is in and what finishing the
+// change does.
+func (x *executor) classify(ctx context.Context, rc *RecoverChange) error {
+	in := rc.intent
+	if ok, err := recorded(ctx, x.js, x.opts.HistoryBucket, in.Stream, in.Consumer, in.ID); err != nil {
+		return jsutil.Wrap(err, "recover consumer %q on %q: read its history", in.Consumer, in.Stream)
+	} else if ok {
+		rc.State, rc.Action, rc.Reason = StateRecorded, ActClear, "the change was made and recorded in history"
+		return nil
+	}
+	st, err := loadConsumer(ctx, x.js, in.Stream, in.Consumer)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		rc.State, rc.Action = StateMissing, ActCreate
+		rc.Reason = fmt.Sprintf("the consumer does not exist: create it with its recorded configuration, next delivery %d", in.To.Sequence)
+		return nil
+	}
+	if err != nil {
+		return jsutil.Wrap(err, "recover consumer %q on %q", in.Consumer, in.Stream)
+	}
+	rc.state = st
+	c := rc.change()
+	oldCfg, _ := rawOf(in.Config)
+	newCfg, move, _ := in.creates()
+	atTarget := x.atTarget(ctx, c, st.info, in.To.Sequence)
+	switch {
+	case in.Method == Reset && len(oldCfg) > 0 && !sameExceptStart(st.raw, oldCfg):
+		rc.State, rc.Action, rc.Reason = StateOther, ActLeave, "its configuration was changed by someone else since: left as it is"
+	case in.Method == Reset && atTarget:
+		rc.State, rc.Action, rc.Reason = StateTarget, ActRecord, "reset in place and at the target: record it"
+	case in.Method == Reset:
+		rc.State, rc.Action = StateOld, ActReset
+		rc.Reason = fmt.Sprintf("not at the target (delivered %d, ack floor %d): reset it in place, next delivery %d", st.info.Delivered.Stream, st.info.AckFloor.Stream, in.To.Sequence)
+	case st.madeAt(in.Created):
+		rc.State, rc.Action = StateOld, ActRecreate
+		rc.Reason = fmt.Sprintf("not deleted yet: recreate it, next delivery %d", in.To.Sequence)
+	case !sameExceptStart(st.raw, newCfg):
+		rc.State, rc.Action, rc.Reason = StateOther, ActLeave, "recreated by someone else with another configuration since: left as it is"
+	case atTarget:
+		rc.State, rc.Action, rc.Reason = StateTarget, ActRecord, "recreated and at the target: record it"
+	case sameStart(st.raw, newCfg) && move && st.info.Delivered.Consumer == 0:
+		rc.State, rc.Action = StateNew, ActMove
+		rc.Reason = fmt.Sprintf("recreated, not moved yet: move it in place, next delivery %d", in.To.Sequence)
+	case sameStart(st.raw, newCfg):
+		rc.State, rc.Action = StateNew, ActRecord
+		rc.Reason = fmt.Sprintf("recreated at the target; a client has taken %d messages since: record it", st.info.Delivered.Consumer)
+	default:
+		rc.State, rc.Action = StateOld, ActRecreate
+		rc.Reason = fmt.Sprintf("back at its old configuration: recreate it, next delivery %d", in.To.Sequence)
+	}
+	return nil
+}
+
+// ExecuteRecover finishes the changes of a recovery plan: each consumer is
+// created, recreated or moved as its change intended, verified from the
+// server's reply, recorded in history (once: a change already recorded is
+// not recorded again) and its intent record removed. A change whose intent
+// record changed since the plan was made is left alone.
+func ExecuteRecover(ctx context.Context, js jetstream.JetStream, r *Recovery, opts Options) error {
+	opts = opts.withDefaults()
+	r.Executed = true
+	if len(r.Changes) == 0 {
+		return nil
+	}
+	var x *executor
+	var s *intents
+	if r.Changes[0].State == StateNoStream {
+		s = &intents{js: js, bucket: opts.IntentBucket, settle: opts.Settle, timeout: opts.Timeout}
+	} else {
+		p, err := newPlanner(ctx, js, r.Stream, opts)
+		if err != nil {
+			return jsutil.Wrap(err, "recover consumers on %q", r.Stream)
+		}
+		x, s = &executor{planner: p}, p.intents
+	}
+	var first error
+	failed := 0
+	for _, rc := range r.Changes {
+		if err := finish(ctx, x, s, rc); err != nil {
+			rc.Error = err.Error()
+			if first == nil {
+				first = err
+			}
+			failed++
+		}
+	}
+	if failed > 1 {
+		return fmt.Errorf("%w (and %d more changes failed)", first, failed-1)
+	}
+	return first
+}
+
+// finish takes one change's action.
+func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange) error {
+	in := rc.intent
+	kv, err := s.open(ctx, false)
+	if err != nil {
+		return jsutil.Wrap(err, "recover consumer %q on %q", in.Consumer, in.Stream)
+	}
+	cur, err := s.get(ctx, kv, HistoryKey(in.Stream, in.Consumer))
+	if err != nil {
+		return jsutil.Wrap(err, "recover consumer %q on %q", in.Consumer, in.Stream)
+	}
+	if cur == nil || cur.ID != in.ID || cur.revision != in.revision {
+		rc.Warnings = append(rc.Warnings, "its intent record changed since the plan was made (finished by someone else?): left alone")
+		return nil
+	}
+	if rc.Action == ActClear || rc.Action == ActLeave {
+		if err := s.complete(ctx, in); err != nil {
+			return err
+		}
+		if x != nil {
+			x.releaseHold(ctx, in)
+		}
+		rc.Done = true
+		return nil
+	}
+	c := rc.change()
+	if rc.Action != ActRecord {
+		// The records a change forgets go before it moves the consumer.
+		if err := x.forgetAcks(ctx, c, in.Forget); err != nil {
+			return err
+		}
+	}
+	var out outcome
+	switch rc.Action {
+	case ActRecord:
+		c.proof, c.proofKind = rc.state, "consumer info"
+		out = done
+		if in.Method != Reset {
+			// Made by the interrupted run: have the server write its
+			// metadata once more (see confirmCreate).
+			if cfg, cerr := rawOf(rc.state.raw.json()); cerr == nil {
+				out, err = x.confirmCreate(ctx, c, cfg.withoutServerMetadata(), time.Now().Add(x.opts.Settle))
+				c.proof = rc.state
+			}
+		}
+	case ActCreate:
+		out, err = x.createAt(ctx, c, in)
+	case ActRecreate:
+		out, err = x.applyRecreate(ctx, c, in, rc.state)
+	case ActReset:
+		out, err = x.resetSure(ctx, c, in.To.Sequence, in.To.Sequence)
+	case ActMove:
+		cfg, _, cerr := in.creates()
+		if cerr != nil {
+			return cerr
+		}
+		c.proof = rc.state
+		out, err = x.moveCreated(ctx, c, cfg)
+	}
+	if out == done {
+		c.Applied = true
+		x.verify(ctx, c)
+		rc.Recorded, err = x.recordAndComplete(ctx, c, in, true)
+		rc.Done = rc.Recorded
+	}
+	// Anything short of done keeps the intent record: it is what a
+	// later recover needs.
+	rc.Applied, rc.Verified = c.Applied, c.Verified
+	rc.Warnings = append(rc.Warnings, c.Warnings...)
+	return err
+}
