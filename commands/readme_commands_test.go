@@ -19,6 +19,7 @@ import (
 	"github.com/jsctl/jsctl/internal/testserver"
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/embedded"
+	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -33,8 +34,9 @@ import (
 // The line runs in bash, in README order, in one working directory, with the
 // test binary as jsctl on PATH, against readmeFixture: a server (NATS_URL)
 // with stream ORDERS (orders.>, 50 messages with Nats-Msg-Id order-1185 to
-// order-1234), the durable pull consumers "billing" and "loader" and the
-// paused consumer "audit"; $DIR is the store of
+// order-1234), the durable pull consumers "billing" and "loader", the
+// paused consumer "audit", and an unfinished recreate of the consumer
+// "archive" (deleted, not yet created again); $DIR is the store of
 // `jsctl demo --messages 30 --gap 50ms --keep`; ./data holds a stream ORDERS
 // for the serve example. Stubs for jq, curl and psql are on PATH.
 type readmeCase struct {
@@ -77,6 +79,9 @@ var readmeCases = map[string]readmeCase{
 	"jsctl consumer reset --from-file plan.json --execute":                       {},
 	"jsctl consumer history ORDERS billing":                                      {},
 	"jsctl consumer reset ORDERS billing --to-previous --execute":                {},
+	"jsctl consumer recover ORDERS billing --execute":                            {},
+	"jsctl consumer recover ORDERS":                                              {},
+	"jsctl consumer recover ORDERS --execute":                                    {},
 
 	"jsctl consume ORDERS billing --exec './bill.sh' --workers 8": {
 		run: "jsctl consume ORDERS billing --exec './bill.sh' --workers 8 --idle 1s", why: "without --idle it runs until stopped"},
@@ -298,7 +303,8 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 		t.Fatalf("jsctl is not in PATH: %v", err)
 	}
 	s := testserver.Start(t)
-	js, err := jetstream.New(testserver.Connect(t, s))
+	nc := testserver.Connect(t, s)
+	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,6 +314,14 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 		if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A recreate of consumer "archive" killed after its delete: the
+	// README's consumer recover examples finish it.
+	if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "archive", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeIntent(ctx, nc, js, intentSpec{stream: "ORDERS", consumer: "archive", seq: 3, method: reset.Recreate, id: "c0ffee", deleteConsumer: true}); err != nil {
+		t.Fatal(err)
 	}
 	paused := time.Now().Add(24 * time.Hour)
 	if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "audit", AckPolicy: jetstream.AckExplicitPolicy, PauseUntil: &paused}); err != nil {

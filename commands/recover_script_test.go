@@ -1,12 +1,14 @@
 package commands_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil/reset"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -26,29 +28,60 @@ func cmdConsumerIntent(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(pos) != 2 || opts["to-seq"] == nil {
 		ts.Fatalf("usage: consumer-intent STREAM CONSUMER --to-seq N [--method recreate|reset] [--id ID] [--delete|--done]")
 	}
-	stream, name := pos[0], pos[1]
-	seq := uint64(optInt(ts, opts, "to-seq", 0))
 	nc, js := scriptJS(ts)
 	ctx, cancel := scriptCtx()
 	defer cancel()
+	_, del := opts["delete"]
+	_, done := opts["done"]
+	ts.Check(writeIntent(ctx, nc, js, intentSpec{
+		stream: pos[0], consumer: pos[1], seq: uint64(optInt(ts, opts, "to-seq", 0)),
+		method: reset.Method(optStr(opts, "method", "recreate")), id: optStr(opts, "id", "c0ffee"),
+		deleteConsumer: del || done, recreate: done,
+	}))
+}
+
+// intentSpec is a change left unfinished, as a killed jsctl leaves it.
+type intentSpec struct {
+	stream, consumer string
+	seq              uint64
+	method           reset.Method
+	id               string
+	// deleteConsumer deletes the consumer after writing the intent (a
+	// recreate killed after its delete); recreate then creates it with the
+	// new configuration (killed before recording it).
+	deleteConsumer, recreate bool
+}
+
+// writeIntent writes the intent record of an unfinished change of an
+// existing consumer, and deletes or recreates the consumer as spec says.
+func writeIntent(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, spec intentSpec) error {
+	stream, name := spec.stream, spec.consumer
 	msg, err := nc.Request(fmt.Sprintf("$JS.API.CONSUMER.INFO.%s.%s", stream, name), nil, 5*time.Second)
-	ts.Check(err)
+	if err != nil {
+		return err
+	}
 	var raw struct {
 		Config json.RawMessage `json:"config"`
 	}
-	ts.Check(json.Unmarshal(msg.Data, &raw))
+	if err := json.Unmarshal(msg.Data, &raw); err != nil {
+		return err
+	}
 	var info jetstream.ConsumerInfo
-	ts.Check(json.Unmarshal(msg.Data, &info))
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		return err
+	}
 	created := info.Created.UTC()
 	in := reset.Intent{
-		ID: optStr(opts, "id", "c0ffee"), Stream: stream, Consumer: name, Method: reset.Method(optStr(opts, "method", "recreate")),
-		Target: reset.Target{Kind: reset.ToSeq, Seq: seq}, Config: raw.Config, Created: &created,
+		ID: spec.id, Stream: stream, Consumer: name, Method: spec.method,
+		Target: reset.Target{Kind: reset.ToSeq, Seq: spec.seq}, Config: raw.Config, Created: &created,
 		From: reset.From{Delivered: info.Delivered.Stream, AckFloor: info.AckFloor.Stream},
-		To:   reset.To{Sequence: seq}, Time: time.Now().UTC(), User: "ops", Host: "box",
+		To:   reset.To{Sequence: spec.seq}, Time: time.Now().UTC(), User: "ops", Host: "box",
 	}
 	var newCfg map[string]any
 	if in.Method == reset.Recreate {
-		ts.Check(json.Unmarshal(raw.Config, &newCfg))
+		if err := json.Unmarshal(raw.Config, &newCfg); err != nil {
+			return err
+		}
 		if md, ok := newCfg["metadata"].(map[string]any); ok {
 			for k := range md {
 				if strings.HasPrefix(k, "_nats.") {
@@ -57,28 +90,39 @@ func cmdConsumerIntent(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 		delete(newCfg, "opt_start_time")
-		newCfg["deliver_policy"], newCfg["opt_start_seq"] = "by_start_sequence", seq
-		in.NewConfig, err = json.Marshal(newCfg)
-		ts.Check(err)
-	}
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: reset.IntentBucket, History: 1})
-	ts.Check(err)
-	val, err := json.Marshal(in)
-	ts.Check(err)
-	_, err = kv.Create(ctx, reset.HistoryKey(stream, name), val)
-	ts.Check(err)
-	_, del := opts["delete"]
-	_, done := opts["done"]
-	if del || done {
-		ts.Check(js.DeleteConsumer(ctx, stream, name))
-	}
-	if done {
-		body, err := json.Marshal(map[string]any{"stream_name": stream, "config": newCfg, "action": "create"})
-		ts.Check(err)
-		msg, err := nc.Request(fmt.Sprintf("$JS.API.CONSUMER.CREATE.%s.%s", stream, name), body, 5*time.Second)
-		ts.Check(err)
-		if strings.Contains(string(msg.Data), `"error"`) {
-			ts.Fatalf("consumer-intent: create: %s", msg.Data)
+		newCfg["deliver_policy"], newCfg["opt_start_seq"] = "by_start_sequence", spec.seq
+		if in.NewConfig, err = json.Marshal(newCfg); err != nil {
+			return err
 		}
 	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: reset.IntentBucket, History: 1})
+	if err != nil {
+		return err
+	}
+	val, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Create(ctx, reset.HistoryKey(stream, name), val); err != nil {
+		return err
+	}
+	if spec.deleteConsumer {
+		if err := js.DeleteConsumer(ctx, stream, name); err != nil {
+			return err
+		}
+	}
+	if spec.recreate {
+		body, err := json.Marshal(map[string]any{"stream_name": stream, "config": newCfg, "action": "create"})
+		if err != nil {
+			return err
+		}
+		msg, err := nc.Request(fmt.Sprintf("$JS.API.CONSUMER.CREATE.%s.%s", stream, name), body, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(msg.Data), `"error"`) {
+			return fmt.Errorf("create: %s", msg.Data)
+		}
+	}
+	return nil
 }
