@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -91,21 +90,7 @@ func (e *env) ctx() context.Context {
 // command prepares `jsctl ARGS` against the server, with a clean
 // environment (no saved contexts, no embedded server).
 func (e *env) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
-	var environ []string
-	// Built with -race, a process sleeps a second before it exits
-	// (GORACE atexit_sleep_ms): not here, where kills land at random.
-	race := "atexit_sleep_ms=0"
-	for _, kv := range os.Environ() {
-		switch {
-		case strings.HasPrefix(kv, "GORACE="):
-			race = strings.TrimPrefix(kv, "GORACE=") + " " + race
-		case !strings.HasPrefix(kv, "NATS_") && !strings.HasPrefix(kv, "JSCTL_") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME="):
-			environ = append(environ, kv)
-		}
-	}
-	cmd.Env = append(environ, jsctlEnv+"=1", "GORACE="+race, "NATS_URL="+e.srv.URL(), "HOME="+e.home,
-		"XDG_CONFIG_HOME="+filepath.Join(e.home, ".config"), "JSCTL_TZ=UTC")
+	cmd := jsctlCommand(e.srv.URL(), e.home, args...)
 	cmd.Env = append(cmd.Env, e.auth...)
 	return cmd
 }

@@ -1,0 +1,286 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jsctl/jsctl/internal/natsproc"
+	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// consumeHandler logs "start SEQ RUN" and "end SEQ RUN" around a short piece
+// of work (appends of one short line are atomic). RUN is the number of the
+// jsctl process that ran it, passed in its environment.
+const consumeHandler = `echo "start $JSCTL_SEQ $RUN_ID" >> "$HANDLER_LOG"; sleep 0.0$(( JSCTL_SEQ % 5 + 1 )); echo "end $JSCTL_SEQ $RUN_ID" >> "$HANDLER_LOG"`
+
+// TestConsumeClusterLeaderKills runs three `jsctl consume` processes (8
+// workers each, the default lease) on an R3 stream and R3 bucket of a
+// 3-process nats-server cluster, and kills (kill -9) the stream's leader,
+// the bucket's leader and the consumer's leader in turn, restarting each,
+// then one jsctl process. Every message must run once: none twice, none
+// never, except that the killed jsctl process's in-flight messages may run
+// again (documented: a handler running when jsctl dies is not marked done).
+// It prints how long each election took.
+func TestConsumeClusterLeaderKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos suite: runs real processes")
+	}
+	const n, procs, workers = 2000, 3, 8
+	c := natsproc.StartCluster(t, 3, natsproc.Options{})
+	nc, err := nats.Connect(c.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	var futs []jetstream.PubAckFuture
+	for i := 1; i <= n; i++ {
+		m := nats.NewMsg("orders.eu")
+		m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("key-%d", i))
+		m.Data = fmt.Appendf(nil, "order %d", i)
+		f, err := js.PublishMsgAsync(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		futs = append(futs, f)
+	}
+	for _, f := range futs {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			t.Fatal(err)
+		case <-ctx.Done():
+			t.Fatal("publish timed out")
+		}
+	}
+	if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{
+		Durable: "c", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000, Replicas: 3,
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	log := filepath.Join(t.TempDir(), "handled.log")
+	home := t.TempDir()
+	start := func(run int) *exec.Cmd {
+		cmd := jsctlCommand(c.URLs(), home, "consume", "ORDERS", "c", "--workers", strconv.Itoa(workers), "--exec", consumeHandler)
+		cmd.Env = append(cmd.Env, "HANDLER_LOG="+log, "RUN_ID="+strconv.Itoa(run))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		return cmd
+	}
+	var cmds []*exec.Cmd
+	for i := 1; i <= procs; i++ {
+		cmds = append(cmds, start(i))
+	}
+	ended := func() int { _, ends := handlerRuns(t, log); return len(ends) }
+	waitEnded := func(at int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Minute)
+		for ended() < at {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %d messages to end (%d did)", at, ended())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// done counts the done records: a message whose handler ran but whose
+	// jsctl died before recording it is not done until it runs again.
+	done := func() int {
+		st, err := acks.OpenExisting(ctx, js, acks.DefaultBucket)
+		if err != nil {
+			return 0
+		}
+		recs, err := st.List(ctx, acks.Filter{Scope: acks.DefaultScope("ORDERS", "c"), State: acks.StateDone})
+		if err != nil {
+			return 0
+		}
+		return len(recs)
+	}
+
+	// Kill the leaders in turn; measure how long until the asset has a
+	// leader again.
+	type kill struct {
+		what, stream, consumer string
+	}
+	var elections []string
+	for i, k := range []kill{{"stream ORDERS", "ORDERS", ""}, {"bucket JSCTL_ACKS", "KV_JSCTL_ACKS", ""}, {"consumer c", "ORDERS", "c"}} {
+		waitEnded((i + 1) * n / 5)
+		old, err := c.KillLeader(nc, k.stream, k.consumer, 30*time.Second)
+		if err != nil {
+			t.Fatalf("kill the leader of the %s: %v", k.what, err)
+		}
+		killed := time.Now()
+		for {
+			if l := leaderName(nc, k.stream, k.consumer); l != "" && l != old.Name {
+				break
+			}
+			if time.Since(killed) > time.Minute {
+				t.Fatalf("no new leader of the %s within a minute", k.what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		elections = append(elections, fmt.Sprintf("%s: leader %s killed, new leader after %v", k.what, old.Name, time.Since(killed).Round(10*time.Millisecond)))
+		old.Restart()
+	}
+
+	// Kill one jsctl process mid-run and start another in its place: only
+	// the messages it was running may run again.
+	waitEnded(4 * n / 5)
+	victim := cmds[0]
+	_ = victim.Process.Signal(syscall.SIGKILL)
+	_ = victim.Wait()
+	cmds[0] = start(procs + 1)
+
+	waitEnded(n)
+	deadline := time.Now().Add(3 * time.Minute)
+	for done() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %d done records (%d)", n, done())
+		}
+		time.Sleep(time.Second)
+	}
+	for _, cmd := range cmds {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, cmd := range cmds {
+		_ = cmd.Wait()
+	}
+
+	starts, ends := handlerRuns(t, log)
+	twice, never, repeated := 0, 0, 0
+	for seq := 1; seq <= n; seq++ {
+		s := starts[seq]
+		switch {
+		case len(ends[seq]) == 0:
+			never++
+		case len(s) == 2 && s[0] == 1 && s[1] != 1:
+			repeated++ // the killed process ran it first: in flight at the kill
+		case len(s) > 1:
+			twice++
+		}
+	}
+	for _, e := range elections {
+		t.Log(e)
+	}
+	t.Logf("%d keys, %d jsctl consume processes × %d workers, default lease, leaders of the stream, the bucket and "+
+		"the consumer killed in turn: %d ran twice, %d never ran; the jsctl process killed mid-run left %d messages "+
+		"in flight, which ran again (at most its %d workers)", n, procs, workers, twice, never, repeated, workers)
+	if twice != 0 || never != 0 || repeated > workers {
+		t.Fatalf("promised 0 twice, 0 never and at most %d repeats: %d twice, %d never, %d repeats", workers, twice, never, repeated)
+	}
+	// consume created the bucket with the stream's replicas.
+	kv, err := js.KeyValue(ctx, "JSCTL_ACKS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas; r != 3 {
+		t.Errorf("the bucket consume created has %d replicas, want the stream's 3", r)
+	}
+}
+
+// handlerRuns reads the handler log: for each sequence, the runs (jsctl
+// process numbers) that started and that ended it, in the log's order.
+func handlerRuns(t *testing.T, log string) (starts, ends map[int][]int) {
+	t.Helper()
+	starts, ends = map[int][]int{}, map[int][]int{}
+	b, err := os.ReadFile(log)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 {
+			continue
+		}
+		seq, err1 := strconv.Atoi(f[1])
+		run, err2 := strconv.Atoi(f[2])
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		switch f[0] {
+		case "start":
+			starts[seq] = append(starts[seq], run)
+		case "end":
+			ends[seq] = append(ends[seq], run)
+		}
+	}
+	return starts, ends
+}
+
+// leaderName is the name of the node leading a stream (consumer "") or a
+// consumer, "" when none answers within 250ms: short waits, so an election
+// is timed to a fraction of a second.
+func leaderName(nc *nats.Conn, stream, consumer string) string {
+	subject := "$JS.API.STREAM.INFO." + stream
+	if consumer != "" {
+		subject = "$JS.API.CONSUMER.INFO." + stream + "." + consumer
+	}
+	msg, err := nc.Request(subject, nil, 250*time.Millisecond)
+	if err != nil {
+		return ""
+	}
+	var info struct {
+		Cluster struct {
+			Leader string `json:"leader"`
+		} `json:"cluster"`
+	}
+	if json.Unmarshal(msg.Data, &info) != nil {
+		return ""
+	}
+	return info.Cluster.Leader
+}
+
+// jsctlCommand prepares `jsctl ARGS` (the test binary) against url with a
+// clean environment (no saved contexts, no embedded server).
+func jsctlCommand(url, home string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	var environ []string
+	// Built with -race, a process sleeps a second before it exits
+	// (GORACE atexit_sleep_ms): not here, where kills land at random.
+	race := "atexit_sleep_ms=0"
+	for _, kv := range os.Environ() {
+		switch {
+		case strings.HasPrefix(kv, "GORACE="):
+			race = strings.TrimPrefix(kv, "GORACE=") + " " + race
+		case !strings.HasPrefix(kv, "NATS_") && !strings.HasPrefix(kv, "JSCTL_") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME="):
+			environ = append(environ, kv)
+		}
+	}
+	cmd.Env = append(environ, jsctlEnv+"=1", "GORACE="+race, "NATS_URL="+url, "HOME="+home,
+		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "JSCTL_TZ=UTC")
+	return cmd
+}
