@@ -180,11 +180,14 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	var plan *reset.Plan
+	bar := env.Progress("planning")
+	opts.Progress = bar.Set
 	if saved != nil {
 		plan, err = reset.Replan(ctx, cl.JS, saved, opts)
 	} else {
 		plan, err = reset.NewPlan(ctx, cl.JS, c.Stream, c.Consumers, c.All, target, opts)
 	}
+	bar.Done()
 	if err != nil {
 		return err
 	}
@@ -207,7 +210,10 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil || !apply {
 		return err
 	}
+	bar = env.Progress("resetting consumers")
+	opts.Progress = bar.Set
 	execErr := reset.Execute(ctx, cl.JS, plan, opts)
+	bar.Done()
 	if err := printResetPlan(p, plan, ""); err != nil {
 		return err
 	}

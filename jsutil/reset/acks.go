@@ -106,3 +106,29 @@ func (p *planner) forgetAcks(ctx context.Context, c *Change, f *Forget) error {
 	}
 	return nil
 }
+
+// noteForward tells the consumer's floor in its ack-record scope (see
+// jsutil/acks) that an in-place move forward skips messages it never
+// handled, so the floor never counts them as handled. It runs before the
+// move: if the move then fails or is interrupted, the floor only covers
+// less. A recreate needs no note (the consumer's creation time changes,
+// which opens a new range). A bucket or floor that does not exist needs
+// none either.
+func (p *planner) noteForward(ctx context.Context, c *Change, st *consumerState) error {
+	if c.Method != Reset || c.To.Sequence <= c.From.AckFloor+1 || st == nil {
+		return nil
+	}
+	s, err := p.ackStore(ctx)
+	if err != nil || s == nil {
+		return err
+	}
+	scope := acks.DefaultScope(c.Stream, c.Consumer)
+	if p.opts.AcksScope != "" {
+		scope = acks.ScopeName(p.opts.AcksScope)
+	}
+	ref := acks.FloorRef{Scope: scope, Stream: c.Stream, Consumer: c.Consumer}
+	if err := s.NoteForwardMove(ctx, ref, st.info, c.To.Sequence); err != nil {
+		return jsutil.Wrap(err, "reset consumer %q on %q: note the forward move in its ack-record floor", c.Consumer, c.Stream)
+	}
+	return nil
+}

@@ -78,3 +78,39 @@ func TestForgetAcks(t *testing.T) {
 		t.Fatal("records counted in a missing bucket")
 	}
 }
+
+// TestForwardMoveNotedInFloor: an in-place move forward past unhandled
+// messages opens a new range in the consumer's floor, so a consume run that
+// was going on across the move (a forced reset) never counts the skipped
+// messages as handled when it next advances the floor.
+func TestForwardMoveNotedInFloor(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 20, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "billing"})
+	store, err := acks.Open(testCtx(t), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, _ := js.Consumer(testCtx(t), "ORDERS", "billing")
+	ok := func(context.Context, acks.Delivery) error { return nil }
+	if _, err := store.Consume(testCtx(t), cons, ok, acks.WithMaxMessages(5)); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 16}, Options{Force: true})
+	// A run going on across the move advances the floor to the new ack
+	// floor, as it does every second.
+	ref := acks.FloorRef{Scope: acks.DefaultScope("ORDERS", "billing"), Stream: "ORDERS", Consumer: "billing"}
+	fl, _, err := store.AdvanceFloor(testCtx(t), ref, info(t, js, "ORDERS", "billing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(6); seq <= 15; seq++ {
+		if fl.Covers(seq, "orders.eu") {
+			t.Fatalf("the floor covers skipped message %d: %+v", seq, fl.Ranges)
+		}
+	}
+	if !fl.Covers(3, "orders.eu") {
+		t.Errorf("the floor lost handled messages: %+v", fl.Ranges)
+	}
+}

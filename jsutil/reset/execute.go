@@ -161,6 +161,9 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 	if err := x.forgetAcks(ctx, c, in.Forget); err != nil {
 		return x.conclude(ctx, c, in, unchanged, err)
 	}
+	if err := x.noteForward(ctx, c, st); err != nil {
+		return x.conclude(ctx, c, in, unchanged, err)
+	}
 	var out outcome
 	var err error
 	switch c.Method {
