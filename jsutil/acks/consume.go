@@ -225,7 +225,7 @@ type loop struct {
 
 func (l *loop) run(ctx context.Context) (Summary, error) {
 	c := l.c
-	l.queue = make(chan *job, c.workers*max(c.batch, 1)+l.maxExtra)
+	l.queue = make(chan *job, 2*c.workers*max(c.batch, 1)+l.maxExtra)
 	l.completions = make(chan *pendingDone, c.workers*max(c.batch, 1)*2+1)
 	// Handlers run on a context that survives ctx's cancellation for the
 	// drain timeout, so they can finish and leave no claim behind.
@@ -296,7 +296,7 @@ func (l *loop) fetch(ctx context.Context) error {
 	for ctx.Err() == nil {
 		l.mu.Lock()
 		room := c.workers*max(c.batch, 1) + l.extra() - l.active
-		handled, out, lastMsg := l.sum.Handled(), l.out, l.lastMsg
+		handled, out, active, lastMsg := l.sum.Handled(), l.out, l.active, l.lastMsg
 		l.mu.Unlock()
 		if c.max > 0 {
 			if handled >= c.max {
@@ -323,15 +323,34 @@ func (l *loop) fetch(ctx context.Context) error {
 		if c.idle > 0 {
 			wait = min(wait, max(c.idle-time.Since(lastMsg), 50*time.Millisecond))
 		}
+		// With work in hand, top the queue up with what is there now and
+		// never wait in a pull request: it would hold the fetcher past the
+		// last message (--max) or past a freed worker. With nothing in hand,
+		// wait in the pull request for messages to arrive.
 		fctx, fcancel := context.WithTimeout(ctx, wait)
-		batch, err := l.cons.Fetch(room, jetstream.FetchContext(fctx))
+		var batch jetstream.MessageBatch
+		var err error
+		if active > 0 {
+			batch, err = l.cons.FetchNoWait(room)
+		} else {
+			batch, err = l.cons.Fetch(room, jetstream.FetchContext(fctx))
+		}
+		got := 0
 		if err == nil {
 			for msg := range batch.Messages() {
+				got++
 				l.enqueue(msg)
 			}
 			err = batch.Error()
 		}
 		fcancel()
+		if active > 0 && got == 0 && (err == nil || errors.Is(err, jetstream.ErrNoMessages)) {
+			select { // nothing more now: wait for a worker, or a moment
+			case <-ctx.Done():
+			case <-l.freed:
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 		if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, jetstream.ErrNoMessages) {
 			retry, notFoundSince = 50*time.Millisecond, time.Time{}
 			continue
@@ -384,11 +403,14 @@ func (l *loop) countFailed(ctx context.Context) {
 // enough to keep them busy, few enough that none waits a third of the ack
 // wait or of the lease (their claims are made as they are fetched).
 func (l *loop) extra() int {
+	// With batches, the next batch is fetched while one runs, so that it
+	// does not wait out --batch-wait to fill.
+	next := l.c.workers * l.c.batch
 	if l.avgDur <= 0 {
-		return min(l.maxExtra, max(l.c.workers, 16))
+		return next + min(l.maxExtra, max(l.c.workers, 16))
 	}
 	n := int(time.Duration(l.c.workers) * (min(l.ackWait, l.c.lease) / 3) / l.avgDur)
-	return max(0, min(n, l.maxExtra))
+	return next + max(0, min(n, l.maxExtra))
 }
 
 // worker handles messages one at a time.

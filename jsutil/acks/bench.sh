@@ -1,0 +1,68 @@
+#!/bin/sh
+# Runs the benchmarks against a separate nats-server process (built from
+# the pinned module by internal/natsproc) and prints one table: the library
+# with and without ack records at 1 and 16 workers, jsctl consume with
+# --exec per message and with --batch 100, the server's inbound messages per
+# processed message, and jsctl's peak memory after 10,000 and 1,000,000
+# messages. Each figure is the median of ROUNDS interleaved runs.
+#
+#   jsutil/acks/bench.sh                               # 3 rounds
+#   ROUNDS=1 LIBMSGS=5000 CLIMSGS=2000 MEMMSGS=10000,100000 jsutil/acks/bench.sh
+set -eu
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/jsctl" ./cmd/jsctl
+go test -c -o "$tmp/acks.test" ./jsutil/acks
+rounds=${ROUNDS:-3}
+i=0
+while [ "$i" -lt "$rounds" ]; do
+	i=$((i + 1))
+	echo "round $i of $rounds" >&2
+	"$tmp/acks.test" -test.run '^$' -test.bench 'BenchmarkProcessLibrary' -test.benchtime "${LIBMSGS:-30000}x" >>"$tmp/out"
+	"$tmp/acks.test" -test.run '^$' -test.bench 'BenchmarkProcessCLI' -test.benchtime "${CLIMSGS:-5000}x" -acks.jsctl "$tmp/jsctl" >>"$tmp/out"
+done
+"$tmp/acks.test" -test.run '^$' -test.bench 'BenchmarkProcessMemory' -test.benchtime 1x -acks.jsctl "$tmp/jsctl" \
+	-acks.memmsgs "${MEMMSGS:-10000,1000000}" -test.timeout 60m >>"$tmp/out"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo); $(go version | cut -d' ' -f3); nats-server $(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2), separate process on 127.0.0.1"
+echo
+awk '
+function median(key,   n, i, j, t, v) {
+	n = cnt[key]; if (n == 0) return 0
+	for (i = 1; i <= n; i++) v[i] = vals[key, i]
+	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+	return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+/^Benchmark/ {
+	name = $1; sub(/-[0-9]+$/, "", name)
+	for (i = 2; i < NF; i++) if ($(i+1) ~ /^(msgs\/s|in_msgs\/msg|peak_rss_kb|jsctl_cpu_us\/msg)$/) {
+		key = name SUBSEP $(i+1); vals[key, ++cnt[key]] = $i
+	}
+}
+END {
+	m = "msgs/s"; q = "in_msgs/msg"; r = "peak_rss_kb"
+	L = "BenchmarkProcessLibrary/"; C = "BenchmarkProcessCLI/"
+	rec1 = median(L "records/workers=1" SUBSEP m); rec16 = median(L "records/workers=16" SUBSEP m)
+	pl1 = median(L "plain/workers=1" SUBSEP m); pl16 = median(L "plain/workers=16" SUBSEP m)
+	if (rec1 == 0) { print "no benchmark results" > "/dev/stderr"; exit 1 }
+	printf "%-44s %14s %14s\n", "library (empty handler)", "1 worker", "16 workers"
+	printf "%-44s %10.0f msg/s %8.0f msg/s\n", "with ack records", rec1, rec16
+	printf "%-44s %10.0f msg/s %8.0f msg/s\n", "plain, DoubleAck, no records", pl1, pl16
+	printf "%-44s %13.2fx %13.2fx\n", "ratio", rec1 / pl1, rec16 / pl16
+	printf "%-44s %14.2f %14.2f\n", "server inbound msgs per message, records", median(L "records/workers=1" SUBSEP q), median(L "records/workers=16" SUBSEP q)
+	printf "%-44s %14.2f %14.2f\n", "server inbound msgs per message, plain", median(L "plain/workers=1" SUBSEP q), median(L "plain/workers=16" SUBSEP q)
+	print ""
+	ex = median(C "exec" SUBSEP m); ba = median(C "batch100" SUBSEP m); nr = median(C "batch100-norecords" SUBSEP m)
+	printf "%-44s %14s %14s %14s\n", "jsctl consume (cat >/dev/null)", "msg/s", "inbound/msg", "peak RSS"
+	printf "%-44s %14.0f %14.2f %11.1f MiB\n", "--exec per message, records", ex, median(C "exec" SUBSEP q), median(C "exec" SUBSEP r) / 1024
+	printf "%-44s %14.0f %14.2f %11.1f MiB\n", "--batch 100, records", ba, median(C "batch100" SUBSEP q), median(C "batch100" SUBSEP r) / 1024
+	printf "%-44s %14.0f %14.2f %11.1f MiB\n", "--batch 100, no records", nr, median(C "batch100-norecords" SUBSEP q), median(C "batch100-norecords" SUBSEP r) / 1024
+	printf "%-44s %13.1fx\n", "--batch 100 over --exec per message", ba / ex
+	printf "%-44s %13.2fx\n", "--batch 100, records over no records", ba / nr
+	print ""
+	printf "%-44s %14s %14s\n", "jsctl consume --batch 100, records", "msg/s", "peak RSS"
+	for (k in cnt) if (k ~ /^BenchmarkProcessMemory\/msgs=/ && k ~ (SUBSEP "peak_rss_kb$")) {
+		split(k, parts, SUBSEP); name = parts[1]; sub(/^BenchmarkProcessMemory\//, "", name)
+		printf "%-44s %14.0f %11.1f MiB\n", name, median(parts[1] SUBSEP m), median(k) / 1024
+	}
+}' "$tmp/out"
