@@ -29,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -293,39 +294,25 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-var (
-	buildOnce sync.Once
-	buildBin  string
-	buildErr  error
-)
-
 // Binary returns the path of a nats-server binary built from the
 // nats-server module version this module requires (from the module
 // cache: `go build github.com/nats-io/nats-server/v2`). It is built once
-// per test process and kept under os.TempDir, keyed by the module version
-// and the Go version, for later runs.
+// and kept under os.TempDir, keyed by the module version and the Go
+// version, for later calls and runs.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() { buildBin, buildErr = build() })
-	if buildErr != nil {
-		t.Fatalf("build nats-server: %v", buildErr)
+	bin, err := build()
+	if err != nil {
+		t.Fatalf("build nats-server: %v", err)
 	}
-	return buildBin
+	return bin
 }
 
 func build() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	version, err := serverVersion()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", err
 	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	list := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/nats-io/nats-server/v2")
-	list.Dir = root
-	v, err := list.Output()
-	if err != nil {
-		return "", fmt.Errorf("go list nats-server: %w", err)
-	}
-	version := strings.TrimSpace(string(v))
 	dir := filepath.Join(os.TempDir(), "jsctl-natsproc", version+"-"+runtime.Version()+"-"+runtime.GOOS+"-"+runtime.GOARCH)
 	bin := filepath.Join(dir, "nats-server")
 	if fi, err := os.Stat(bin); err == nil && fi.Mode()&0o111 != 0 {
@@ -334,6 +321,11 @@ func build() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
 	// Build to a file of our own and rename it into place, so concurrent
 	// test processes never run a half-written binary.
 	tmp, err := os.CreateTemp(dir, "nats-server-*.tmp")
@@ -342,7 +334,7 @@ func build() (string, error) {
 	}
 	_ = tmp.Close()
 	defer os.Remove(tmp.Name())
-	cmd := exec.Command("go", "build", "-o", tmp.Name(), "github.com/nats-io/nats-server/v2")
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), serverModule)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v: %s", err, out)
@@ -351,4 +343,27 @@ func build() (string, error) {
 		return "", err
 	}
 	return bin, nil
+}
+
+// serverModule is the module (and main package) of nats-server.
+const serverModule = "github.com/nats-io/nats-server/v2"
+
+// serverVersion is the nats-server version this test binary was built
+// with: the one this module requires.
+func serverVersion() (string, error) {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == serverModule {
+				if d.Replace != nil {
+					return "", fmt.Errorf("%s is replaced (by %s): build the server yourself", serverModule, d.Replace.Path)
+				}
+				return d.Version, nil
+			}
+		}
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", serverModule).Output()
+	if err != nil {
+		return "", fmt.Errorf("go list %s: %w", serverModule, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

@@ -30,8 +30,8 @@ import (
 // servers in another PID namespace (a container) or on another machine
 // sharing the directory; README.md says so.
 
-// procRoot is /proc (a variable for tests).
-var procRoot = "/proc"
+// procRoot is where the kernel shows its processes.
+const procRoot = "/proc"
 
 // inUse returns who uses the store directory dir (absolute), or nil.
 func inUse(dir string) *user {
