@@ -32,6 +32,7 @@ func TestScript(t *testing.T) {
 		Dir:                 filepath.Join("..", "testdata", "script"),
 		Setup:               setupScript,
 		Cmds:                scriptCommands(),
+		Condition:           scriptCondition,
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -353,4 +355,21 @@ func cmdServerRestart(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	cmdServerStop(ts, false, nil)
 	cmdServerStart(ts, false, nil)
+}
+
+// scriptCondition adds the condition [missing:NAME]: NAME is not installed.
+// Under CI=true a missing tool fails the script instead (.ci/run installs
+// every tool the tests use), so `[missing:jq] skip` never hides a test there.
+func scriptCondition(cond string) (bool, error) {
+	name, ok := strings.CutPrefix(cond, "missing:")
+	if !ok {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	if _, err := exec.LookPath(name); err == nil {
+		return false, nil
+	}
+	if os.Getenv("CI") == "true" {
+		return false, fmt.Errorf("%s is not installed (CI=true: .ci/run installs it)", name)
+	}
+	return true, nil
 }
