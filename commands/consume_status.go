@@ -45,6 +45,10 @@ func newConsumeStatus(env *Env, enabled bool) *consumeStatus {
 	s.bar = progressbar.NewOptions(-1,
 		progressbar.OptionSetWriter(env.Stderr),
 		progressbar.OptionSpinnerType(14),
+		// No drawing goroutine of the library's own: it would race with
+		// the clears around the command's output. The line is drawn when
+		// it changes (about once a second, and after each write).
+		progressbar.OptionSetSpinnerChangeInterval(0),
 		progressbar.OptionSetElapsedTime(false),
 		progressbar.OptionClearOnFinish(),
 	)

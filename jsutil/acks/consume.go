@@ -226,7 +226,11 @@ type loop struct {
 func (l *loop) run(ctx context.Context) (Summary, error) {
 	c := l.c
 	l.queue = make(chan *job, 2*c.workers*max(c.batch, 1)+l.maxExtra)
-	l.completions = make(chan *pendingDone, c.workers*max(c.batch, 1)*2+1)
+	// At most as many done writes wait for confirmation as handlers run, so
+	// a jsctl killed mid-run leaves at most 2 × workers × batch + 1
+	// messages in flight (handlers running, done writes unconfirmed): the
+	// messages that may run again.
+	l.completions = make(chan *pendingDone, c.workers*max(c.batch, 1))
 	// Handlers run on a context that survives ctx's cancellation for the
 	// drain timeout, so they can finish and leave no claim behind.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
