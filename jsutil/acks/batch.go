@@ -138,7 +138,7 @@ func (l *loop) runBatch(work context.Context, batch []*job) {
 			l.s.leaseLost(j, c)
 		case herr != nil:
 			l.s.handlerFailed(work, j, c, herr)
-		case !j.d.Idempotent:
+		case !j.d.Idempotent || j.noClaim:
 			l.s.finishDone(work, j, c)
 		default:
 			l.doneAsync(work, j)

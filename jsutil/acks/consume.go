@@ -11,84 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ConsumeOption configures Consume. Every ProcessOption is one too.
-type ConsumeOption interface {
-	applyConsume(*consumeConfig)
-}
-
-type consumeConfig struct {
-	processConfig
-	workers   int
-	max       int
-	idle      time.Duration
-	drain     time.Duration
-	prefetch  int
-	batch     int
-	batchWait time.Duration
-	onResult  func(Result)
-}
-
-type consumeOpt func(*consumeConfig)
-
-func (f consumeOpt) applyConsume(c *consumeConfig) { f(c) }
-
-// WithWorkers sets how many handlers run at once (default 1).
-func WithWorkers(n int) ConsumeOption { return consumeOpt(func(c *consumeConfig) { c.workers = n }) }
-
-// WithMaxMessages stops Consume after n deliveries were handled (processed,
-// duplicate or failed; busy ones are deferred, not handled). 0: no limit.
-func WithMaxMessages(n int) ConsumeOption { return consumeOpt(func(c *consumeConfig) { c.max = n }) }
-
-// WithIdle stops Consume once no message arrived for d (and none is in
-// flight). 0: never.
-func WithIdle(d time.Duration) ConsumeOption {
-	return consumeOpt(func(c *consumeConfig) { c.idle = d })
-}
-
-// WithDrainTimeout bounds how long handlers in flight may run on after
-// Consume's context is cancelled before their contexts are cancelled too
-// (default: the lease).
-func WithDrainTimeout(d time.Duration) ConsumeOption {
-	return consumeOpt(func(c *consumeConfig) { c.drain = d })
-}
-
-// WithPrefetch bounds how many messages Consume fetches ahead of its free
-// workers (default: automatic, up to max(64, 4×workers), fewer when
-// handlers are slow; see Consume). 0 keeps the default.
-func WithPrefetch(n int) ConsumeOption {
-	return consumeOpt(func(c *consumeConfig) { c.prefetch = n })
-}
-
-// OnResult calls fn after each delivery (from a worker's goroutine; calls
-// may be concurrent).
-func OnResult(fn func(Result)) ConsumeOption {
-	return consumeOpt(func(c *consumeConfig) { c.onResult = fn })
-}
-
-// Summary counts what Consume did.
-type Summary struct {
-	Processed  int `json:"processed"`
-	Duplicates int `json:"duplicates"`
-	// Failed counts distinct messages that failed in this run and had not
-	// succeeded by its end; FailedDeliveries counts every failed delivery.
-	Failed           int `json:"failed"`
-	FailedDeliveries int `json:"failed_deliveries"`
-	// Terminated counts messages that failed for good (a failed record
-	// was kept and the message terminated).
-	Terminated int `json:"terminated"`
-	Busy       int `json:"busy"`
-	Mismatches int `json:"mismatches"`
-	// Floor is the end of the consumer's floor when Consume stopped.
-	Floor uint64 `json:"floor"`
-	// Warnings are things a person should know (a corrupt floor that was
-	// ignored, ...), each said once.
-	Warnings []string `json:"warnings"`
-}
-
-// Handled is the number of deliveries processed, skipped as duplicates or
-// failed.
-func (s Summary) Handled() int { return s.Processed + s.Duplicates + s.FailedDeliveries }
-
 // Consume pulls messages from cons and handles each with the protocol of
 // Process on up to WithWorkers goroutines, until ctx is cancelled,
 // WithMaxMessages deliveries were handled, or WithIdle passed without a
@@ -179,7 +101,14 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 		s: s, cons: cons, c: &c, stream: info.Stream, name: info.Name, info: info,
 		ref:     FloorRef{Scope: c.scope, Stream: info.Stream, Consumer: info.Name},
 		ackWait: ackWait, maxExtra: maxExtra, failing: map[uint64]string{}, warned: map[string]bool{},
-		freed: make(chan struct{}, 1), lastSeq: info.Delivered.Stream + info.NumPending,
+		freed: make(chan struct{}, 1), lastSeq: info.Delivered.Stream + info.NumPending, fetchCtx: ctx,
+	}
+	warn, err := l.checkDeadLetter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if warn != "" {
+		l.warnLocked(warn)
 	}
 	return l, nil
 }
@@ -221,6 +150,8 @@ type loop struct {
 	maxAcked uint64 // the highest sequence acked
 	floor    Floor
 	lastSeq  uint64
+	// fetchCtx is the run's context, for the writes the fetcher makes.
+	fetchCtx context.Context
 }
 
 func (l *loop) run(ctx context.Context) (Summary, error) {
@@ -239,6 +170,7 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	defer stopDrain()
 
 	l.startFloor(ctx)
+	l.sweep(ctx)
 	l.leases = l.s.newLeases(c.lease)
 	defer l.leases.close()
 	var workers sync.WaitGroup
@@ -290,7 +222,7 @@ func (l *loop) fetch(ctx context.Context) error {
 	l.mu.Lock()
 	l.lastMsg = time.Now()
 	l.mu.Unlock()
-	lastFloor := time.Now()
+	lastFloor, lastSweep := time.Now(), time.Now()
 	var notFoundSince time.Time
 	retry := 50 * time.Millisecond
 	for ctx.Err() == nil {
@@ -310,6 +242,10 @@ func (l *loop) fetch(ctx context.Context) error {
 		if time.Since(lastFloor) >= time.Second {
 			l.advanceFloor(ctx, false)
 			lastFloor = time.Now()
+		}
+		if time.Since(lastSweep) >= c.lease {
+			l.sweep(ctx)
+			lastSweep = time.Now()
 		}
 		if room <= 0 {
 			select {
@@ -406,6 +342,7 @@ func (l *loop) enqueue(msg jetstream.Msg) {
 		return
 	}
 	if j.d.Idempotent {
+		l.s.watchLastDelivery(l.fetchCtx, j, &l.c.processConfig)
 		// Claim ahead: by the time a worker takes the message, its claim
 		// has usually been answered (see resolveClaim).
 		j.claimSent = time.Now()
@@ -485,7 +422,7 @@ func (l *loop) worker(ctx, work context.Context) {
 			l.s.leaseLost(j, c)
 		case herr != nil:
 			l.s.handlerFailed(work, j, c, herr)
-		case !j.d.Idempotent:
+		case !j.d.Idempotent || j.noClaim:
 			l.s.finishDone(work, j, c)
 		default:
 			l.doneAsync(work, j)
@@ -585,6 +522,12 @@ func (l *loop) report(r Result) {
 	if r.Mismatch {
 		s.Mismatches++
 	}
+	if r.DuplicateRun && r.Action == Processed {
+		s.DuplicateRuns++
+	}
+	if r.DeadLettered {
+		s.DeadLettered++
+	}
 	if r.FloorCorrupt != "" {
 		l.warnLocked("the floor of consumer " + l.name + " in scope " + ScopeDisplay(l.ref.Scope) + " was ignored: " + r.FloorCorrupt)
 	}
@@ -611,7 +554,7 @@ type pendingDone struct {
 // doneAsync publishes j's done record without waiting; the completer acks
 // the message when the write is confirmed.
 func (l *loop) doneAsync(work context.Context, j *job) {
-	val := j.value(StateDone, l.s.worker).encode()
+	val := l.s.doneValue(j)
 	fut, err := l.s.js.PublishMsgAsync(l.s.kvMsg(j.kvKey, val, j.cl.rev, l.s.doneTTL()))
 	if err != nil {
 		l.s.finishDone(work, j, &l.c.processConfig) // the synchronous path, with its retries
@@ -639,6 +582,7 @@ func (l *loop) complete(work context.Context) {
 		if ok {
 			p.j.res.Action = Processed
 			p.j.res.Err = ackErr(p.j.msg.Ack(), p.j.d)
+			l.s.dropWatch(work, p.j)
 			l.finish(p.j)
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
@@ -125,8 +126,78 @@ type ScopeStats struct {
 	CorruptFloors int `json:"corrupt_floors"`
 	// Compactable counts done records every floor covers.
 	Compactable int `json:"compactable"`
-	// Retention is how long done and failed records are kept.
-	RetentionNS int64 `json:"retention_ns"`
+	// RetentionNS is how long done and failed records are kept: the
+	// retention the scope's newest record was written with, capped by the
+	// bucket's max age (MaxAgeNS, 0: none). RetentionFrom says where it
+	// came from: "records", or "default" when no record says (earlier
+	// versions wrote none): then it is this store's retention.
+	RetentionNS   int64  `json:"retention_ns"`
+	RetentionFrom string `json:"retention_from"`
+	MaxAgeNS      int64  `json:"max_age_ns"`
+	// DeadLettered counts failed records whose message was dead-lettered;
+	// DeadLetterPending those whose dead letter is not yet published.
+	DeadLettered      int `json:"dead_lettered"`
+	DeadLetterPending int `json:"dead_letter_pending"`
+}
+
+// retentionTracker finds the retention of a scope's newest record.
+type retentionTracker struct {
+	newest time.Time
+	ret    time.Duration
+}
+
+func (t *retentionTracker) add(r Record) {
+	if r.Retention > 0 && !r.Time.Before(t.newest) {
+		t.newest, t.ret = r.Time, r.Retention
+	}
+}
+
+// effective is the retention in effect and where it came from.
+func (s *Store) effective(t retentionTracker) (time.Duration, string) {
+	ret, from := t.ret, "records"
+	if ret == 0 {
+		ret, from = s.retention, "default"
+	}
+	if s.maxAge > 0 && s.maxAge < ret {
+		ret = s.maxAge
+	}
+	return ret, from
+}
+
+// RangeInfo is what RangeRecords found.
+type RangeInfo struct {
+	// Records counts the scope's records for stream sequences in the range.
+	Records int
+	// Retention is the retention in effect in the scope (see ScopeStats);
+	// RetentionKnown is false when no record of the scope says it.
+	Retention      time.Duration
+	RetentionKnown bool
+}
+
+// RangeRecords counts the records of scope whose stream sequence is in
+// [from, to] (any state), and finds the retention in effect in the scope,
+// in one pass over its records. An unknown scope has none.
+func (s *Store) RangeRecords(ctx context.Context, scope string, from, to uint64) (RangeInfo, error) {
+	var info RangeInfo
+	if err := CheckScope(scope); err != nil {
+		return info, err
+	}
+	var t retentionTracker
+	f := Filter{FromSeq: from, ToSeq: to}
+	err := s.scanRecords(ctx, scope, func(r Record) error {
+		t.add(r)
+		if f.match(r) {
+			info.Records++
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return info, fmt.Errorf("count ack records of scope %q: %w", ScopeDisplay(scope), err)
+	}
+	var from2 string
+	info.Retention, from2 = s.effective(t)
+	info.RetentionKnown = from2 == "records"
+	return info, nil
 }
 
 // Scopes lists the scopes that have records or a floor.
@@ -154,7 +225,8 @@ func (s *Store) Scopes(ctx context.Context) ([]string, error) {
 // Stats summarises scope's records and floors; an unknown scope is an
 // error wrapping jsutil.ErrNotFound.
 func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
-	st := ScopeStats{Scope: ScopeDisplay(scope), RetentionNS: int64(s.Retention())}
+	st := ScopeStats{Scope: ScopeDisplay(scope), MaxAgeNS: int64(s.maxAge)}
+	var rt retentionTracker
 	if err := CheckScope(scope); err != nil {
 		return st, err
 	}
@@ -175,6 +247,13 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 	err = s.scanRecords(ctx, scope, func(r Record) error {
 		st.Records++
 		st.Bytes += r.Size
+		rt.add(r)
+		if r.DeadLetter != nil {
+			st.DeadLettered++
+			if r.DeadLetter.Pending {
+				st.DeadLetterPending++
+			}
+		}
 		switch r.State {
 		case StateClaim:
 			st.Claims++
@@ -195,6 +274,8 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 	if err != nil {
 		return st, err
 	}
+	ret, from := s.effective(rt)
+	st.RetentionNS, st.RetentionFrom = int64(ret), from
 	if st.Records == 0 && len(floors) == 0 {
 		return st, s.unknownScope(scope)
 	}
