@@ -94,7 +94,9 @@ func (noFloor) covered(context.Context, *job) (bool, string, error) { return fal
 // no longer failed when it is claimed is not run: a done one is a Duplicate,
 // a claimed one Busy. A record whose dead letter is pending, or whose
 // message the stream no longer holds, is Failed without running.
-// Deliveries carry Retry; acks, naks and terminates do nothing.
+// Deliveries carry Retry; acks, naks and terminates do nothing. When ctx
+// is cancelled, a running handler finishes and no other one starts; the
+// results cover the messages handled.
 func (s *Store) Retry(ctx context.Context, stream string, recs []Record, handler Handler, opts ...ProcessOption) ([]Result, error) {
 	return s.retry(ctx, stream, recs, 1, func(ctx context.Context, ds []Delivery) ([]error, error) {
 		return nil, handler(ctx, ds[0])
@@ -125,25 +127,25 @@ func (s *Store) retry(ctx context.Context, stream string, recs []Record, size in
 	ls := s.newLeases(c.lease)
 	defer ls.close()
 	out := make([]Result, 0, len(recs))
-	for start := 0; start < len(recs); start += size {
+	// A running handler finishes when ctx is cancelled (so its claim is
+	// settled); the next one does not start.
+	work := context.WithoutCancel(ctx)
+	for start := 0; start < len(recs) && ctx.Err() == nil; start += size {
 		var batch, run []*job
 		for _, r := range recs[start:min(start+size, len(recs))] {
-			j, ok := s.retryJob(ctx, stream, r, &c)
+			j, ok := s.retryJob(work, stream, r, &c)
 			batch = append(batch, j)
 			if ok {
 				run = append(run, j)
 			}
 		}
 		if len(run) > 0 {
-			s.runJobs(ctx, &c, ls, run, h)
+			s.runJobs(work, &c, ls, run, h)
 		}
 		for _, j := range batch {
 			j.res.Duration = time.Since(j.got)
 			j.res.Retry = 0
 			out = append(out, j.res)
-		}
-		if ctx.Err() != nil {
-			break
 		}
 	}
 	return out, nil

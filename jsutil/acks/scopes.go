@@ -127,10 +127,10 @@ type ScopeStats struct {
 	// Compactable counts done records every floor covers.
 	Compactable int `json:"compactable"`
 	// RetentionNS is how long done and failed records are kept: the
-	// retention the scope's newest record was written with, capped by the
-	// bucket's max age (MaxAgeNS, 0: none). RetentionFrom says where it
-	// came from: "records", or "default" when no record says (earlier
-	// versions wrote none): then it is this store's retention.
+	// retention the scope's newest record (or floor) was written with,
+	// capped by the bucket's max age (MaxAgeNS, 0: none). RetentionFrom
+	// says where it came from: "records", or "default" when neither says
+	// (earlier versions wrote none): then it is this store's retention.
 	RetentionNS   int64  `json:"retention_ns"`
 	RetentionFrom string `json:"retention_from"`
 	MaxAgeNS      int64  `json:"max_age_ns"`
@@ -140,15 +140,25 @@ type ScopeStats struct {
 	DeadLetterPending int `json:"dead_letter_pending"`
 }
 
-// retentionTracker finds the retention of a scope's newest record.
+// retentionTracker finds the retention of a scope's newest record or floor
+// (a floor keeps the retention of its consumer's last run, and outlives
+// the records).
 type retentionTracker struct {
 	newest time.Time
 	ret    time.Duration
 }
 
-func (t *retentionTracker) add(r Record) {
-	if r.Retention > 0 && !r.Time.Before(t.newest) {
-		t.newest, t.ret = r.Time, r.Retention
+func (t *retentionTracker) add(r Record) { t.note(r.Time, r.Retention) }
+
+func (t *retentionTracker) floors(fs []Floor) {
+	for _, f := range fs {
+		t.note(f.Updated, f.Retention)
+	}
+}
+
+func (t *retentionTracker) note(at time.Time, ret time.Duration) {
+	if ret > 0 && !at.Before(t.newest) {
+		t.newest, t.ret = at, ret
 	}
 }
 
@@ -183,8 +193,13 @@ func (s *Store) RangeRecords(ctx context.Context, scope string, from, to uint64)
 		return info, err
 	}
 	var t retentionTracker
+	floors, err := s.Floors(ctx, scope)
+	if err != nil {
+		return info, err
+	}
+	t.floors(floors)
 	f := Filter{FromSeq: from, ToSeq: to}
-	err := s.scanRecords(ctx, scope, func(r Record) error {
+	err = s.scanRecords(ctx, scope, func(r Record) error {
 		t.add(r)
 		if f.match(r) {
 			info.Records++
@@ -235,6 +250,7 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 		return st, err
 	}
 	st.Floors = floors
+	rt.floors(floors)
 	if st.Floors == nil {
 		st.Floors = []Floor{}
 	}
