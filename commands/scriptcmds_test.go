@@ -53,6 +53,8 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"consumer-rm":             cmdConsumerRm,
 		"consumer-set-ack-wait":   cmdConsumerSetAckWait,
 		"mask-who":                cmdMaskWho,
+		"acks-wait":               cmdAcksWait,
+		"stream-msg":              cmdStreamMsg,
 	}
 }
 
