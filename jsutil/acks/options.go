@@ -67,6 +67,9 @@ func WithScope(scope string) ProcessOption {
 // Nats-Msg-Id); a message without it is keyed by its stream sequence. It is
 // WithKey(HeaderKey(h)).
 func WithKeyHeader(h string) ProcessOption {
+	if h == "" {
+		return WithKey() // the default, as before
+	}
 	return WithKey(HeaderKey(h))
 }
 
