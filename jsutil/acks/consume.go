@@ -36,6 +36,9 @@ import (
 //     done write is confirmed. A lost ack only causes a redelivery, which the
 //     done record catches.
 //
+// With WithDeadLetter, Consume also sweeps the scope's dead-letter watches
+// as it starts and once per lease (see SweepDeadLetters).
+//
 // When ctx is cancelled, Consume stops fetching, naks messages not yet
 // started, lets handlers in flight finish (for up to WithDrainTimeout), and
 // returns a nil error: no claim is left behind. Along the way it advances

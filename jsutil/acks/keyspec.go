@@ -165,19 +165,28 @@ func (c *processConfig) deriveKey(msg jetstream.Msg, subject string, seq uint64)
 	if msg != nil {
 		hdr, data = msg.Headers(), msg.Data()
 	}
+	if len(c.keys) == 1 && c.keys[0].kind == KeyFromHeader && c.keySpec != "" {
+		if v := hdr.Get(c.keys[0].name); v != "" {
+			return keyOf{kind: KeyFromHeader, key: v, spec: c.keySpec}
+		}
+	}
 	parts, missing := keyParts(c.keys, subject, hdr, data, seq)
 	if missing != "" {
 		bySeq.missing = missing
 		return bySeq
 	}
+	spec := c.keySpec
+	if spec == "" { // not checked (tests)
+		specs := make([]string, len(c.keys))
+		for i, k := range c.keys {
+			specs[i] = k.String()
+		}
+		spec = strings.Join(specs, " + ")
+	}
 	if len(c.keys) == 1 {
-		return keyOf{kind: c.keys[0].kind, key: parts[0], spec: c.keys[0].String()}
+		return keyOf{kind: c.keys[0].kind, key: parts[0], spec: spec}
 	}
-	specs := make([]string, len(c.keys))
-	for i, k := range c.keys {
-		specs[i] = k.String()
-	}
-	return keyOf{kind: KeyFromParts, key: JoinKeyParts(parts), spec: strings.Join(specs, " + ")}
+	return keyOf{kind: KeyFromParts, key: JoinKeyParts(parts), spec: spec}
 }
 
 // keyParts extracts each spec's part of a key; missing says which part a

@@ -40,6 +40,7 @@ type processConfig struct {
 	keyFunc      KeyFunc
 	keyFuncName  string
 	keyRequired  bool
+	keySpec      string // the specs as records name them (set by check)
 	onDuplicate  DuplicatePolicy
 	onMismatch   MismatchPolicy
 	deadLetter   string
@@ -203,6 +204,11 @@ func (c *processConfig) check() error {
 	if c.keyFunc != nil && c.keyFuncName == "" {
 		c.keyFuncName = "func"
 	}
+	specs := make([]string, len(c.keys))
+	for i, k := range c.keys {
+		specs[i] = k.String()
+	}
+	c.keySpec = strings.Join(specs, " + ")
 	switch c.onDuplicate {
 	case "":
 		c.onDuplicate = DuplicateSkip
