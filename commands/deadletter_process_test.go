@@ -99,8 +99,11 @@ func TestDeadLettersSurviveSIGKILL(t *testing.T) {
 	// is pending (claims of killed runs run out, messages on their last
 	// delivery are swept).
 	var swept, lastDeliveryNotes int
-	testserver.WaitFor(t, 2*time.Minute, "every message settled", func() bool {
+	var lastOut string
+	deadline := time.Now().Add(2 * time.Minute)
+	for !func() bool {
 		cmd, out := start("--idle", "3s")
+		defer func() { lastOut = out.String() }()
 		if err := cmd.Wait(); err != nil {
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
@@ -118,8 +121,13 @@ func TestDeadLettersSurviveSIGKILL(t *testing.T) {
 				}
 			}
 		}
-		return settled(t, ctx, js, n)
-	})
+		return settled(t, ctx, js, n, false)
+	}() {
+		if time.Now().After(deadline) {
+			settled(t, ctx, js, n, true)
+			t.Fatalf("not settled after 2 minutes; the last run said:\n%s", lastOut)
+		}
+	}
 
 	// The dead-letter stream, read as a plain client reads it.
 	dead := deadLetters(t, ctx, js)
@@ -186,7 +194,7 @@ type consumeSummaryLine struct {
 // settled reports whether every message of scope ORDERS.c has a done
 // record or a final failed one whose dead letter is published, with no
 // dead-letter watch left.
-func settled(t *testing.T, ctx context.Context, js jetstream.JetStream, n int) bool {
+func settled(t *testing.T, ctx context.Context, js jetstream.JetStream, n int, explain bool) bool {
 	t.Helper()
 	st, err := acks.OpenExisting(ctx, js, acks.DefaultBucket)
 	if err != nil {
@@ -200,9 +208,14 @@ func settled(t *testing.T, ctx context.Context, js jetstream.JetStream, n int) b
 	for _, r := range recs {
 		if r.State == acks.StateDone || (r.Final && r.DeadLetter != nil && !r.DeadLetter.Pending) {
 			ok++
+		} else if explain {
+			t.Logf("unsettled record: %+v dead letter %+v", r, r.DeadLetter)
 		}
 	}
-	if ok != n {
+	if explain {
+		t.Logf("%d records, %d settled, %d messages", len(recs), ok, n)
+	}
+	if ok != n && !explain {
 		return false
 	}
 	keys, err := st.KV().ListKeysFiltered(ctx, "d.>")
@@ -210,10 +223,16 @@ func settled(t *testing.T, ctx context.Context, js jetstream.JetStream, n int) b
 		t.Fatal(err)
 	}
 	left := 0
-	for range keys.Keys() {
+	for k := range keys.Keys() {
 		left++
+		if explain {
+			e, _ := st.KV().Get(ctx, k)
+			if e != nil {
+				t.Logf("watch %s: %s (written %v)", k, e.Value(), e.Created())
+			}
+		}
 	}
-	return left == 0
+	return left == 0 && ok == n
 }
 
 type deadLetter struct {

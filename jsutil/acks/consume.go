@@ -155,6 +155,7 @@ type loop struct {
 	lastSeq  uint64
 	// fetchCtx is the run's context, for the writes the fetcher makes.
 	fetchCtx context.Context
+	givenUp  []maxDeliveriesAdvisory // messages the server gave up on (watchAdvisories)
 }
 
 func (l *loop) run(ctx context.Context) (Summary, error) {
@@ -172,6 +173,7 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	})
 	defer stopDrain()
 
+	defer l.watchAdvisories()()
 	l.startFloor(ctx)
 	l.sweep(ctx)
 	l.leases = l.s.newLeases(c.lease)
@@ -246,6 +248,7 @@ func (l *loop) fetch(ctx context.Context) error {
 			l.advanceFloor(ctx, false)
 			lastFloor = time.Now()
 		}
+		l.noteGivenUp(ctx)
 		if time.Since(lastSweep) >= c.lease {
 			l.sweep(ctx)
 			lastSweep = time.Now()

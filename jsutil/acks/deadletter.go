@@ -44,14 +44,20 @@ import (
 // runs it on purpose (or its record is forgotten). Two workers finishing the
 // same record publish the same ID and only one record update wins.
 //
-// A message on its last allowed delivery (the consumer's MaxDeliver) will
-// not come back after a crash, so before it is claimed a watch record
-// "d.<scope>.<dedup>" names it. Consume sweeps the watches of its scope as
-// it starts and once per lease: a watch whose record is settled is removed;
-// a pending dead letter is published from the message as the stream holds
-// it; a watch with no record left after two leases (the worker stopped and
-// its claim ran out) makes the message fail for good, dead-lettered, with
-// the reason saying so.
+// A message on its last allowed deliveries (the consumer's MaxDeliver)
+// may not come back after a crash: the server gives up on it. So before a
+// message on one of its last two allowed deliveries is claimed, a watch
+// record "d.<scope>.<dedup>" names it, and while Consume runs it also
+// watches the messages the server reports giving up on (its MaxDeliver
+// advisory). Consume sweeps the watches of its scope as it starts and once
+// per lease: a watch whose record is settled is removed; a pending dead
+// letter is published from the message as the stream holds it; a message
+// with no outcome (no record, or a failed one that is not final) and no
+// live claim, which its consumer will not deliver again (its ack floor
+// passed it, or nothing awaits an ack or redelivery), fails for good, dead-lettered, with the reason
+// saying so. The one crash this cannot cover: jsctl killed in the moment
+// between receiving each of a message's last two allowed deliveries and
+// writing its watch, with no run alive when the server gives up on it.
 //
 // What the duplicate window must cover: the longest time from a crash to
 // the next delivery or sweep of the message (the consumer's AckWait, or a
@@ -289,10 +295,10 @@ func watchKey(recordKey string) string {
 	return watchPrefix + strings.TrimPrefix(recordKey, recordPrefix)
 }
 
-// watchLastDelivery writes j's dead-letter watch when this is its last
-// allowed delivery (see the protocol above).
+// watchLastDelivery writes j's dead-letter watch when this is one of its
+// last two allowed deliveries (see the protocol above).
 func (s *Store) watchLastDelivery(ctx context.Context, j *job, c *processConfig) {
-	if c.deadLetter == "" || !j.d.Idempotent || j.d.Retry || c.maxDeliver <= 0 || j.d.Deliveries < uint64(c.maxDeliver) {
+	if c.deadLetter == "" || !j.d.Idempotent || j.d.Retry || c.maxDeliver <= 0 || j.d.Deliveries+1 < uint64(c.maxDeliver) {
 		return
 	}
 	b, _ := json.Marshal(watchValue{Stream: j.d.Stream, Consumer: j.d.Consumer, Seq: j.d.Seq, Subject: c.deadLetter,
@@ -326,11 +332,11 @@ type Sweep struct {
 	Notes []string
 }
 
-// SweepDeadLetters finishes the dead letters that workers stopped on a
-// message's last allowed delivery left behind in scope (see WithDeadLetter;
-// Consume calls it as it starts and once per lease). lease is the lease
-// those workers used: a watch whose record is gone is acted on only two
-// leases after it was written.
+// SweepDeadLetters finishes the dead letters of messages on their last
+// allowed deliveries that workers left behind in scope (see the protocol
+// in deadletter.go; Consume calls it as it starts and once per lease): it
+// acts on a message only once its consumer will not deliver it again (see
+// gaveUp). lease bounds its writes.
 func (s *Store) SweepDeadLetters(ctx context.Context, scope string, lease time.Duration) (Sweep, error) {
 	var sw Sweep
 	if err := CheckScope(scope); err != nil {
@@ -349,13 +355,41 @@ func (s *Store) SweepDeadLetters(ctx context.Context, scope string, lease time.D
 	if err != nil {
 		return sw, err
 	}
+	floors := map[string]uint64{} // stream/consumer → ack floor, read once per sweep
 	for _, e := range es {
-		s.sweepOne(ctx, scope, e.key, e.val, e.created, lease, &sw)
+		s.sweepOne(ctx, scope, e.key, e.val, lease, floors, &sw)
 	}
 	return sw, nil
 }
 
-func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, created time.Time, lease time.Duration, sw *Sweep) {
+// gaveUp reports whether w's consumer will not deliver w's message again:
+// its ack floor has passed it, or it has delivered it and has nothing
+// awaiting an ack or a redelivery (a message the server gave up on leaves
+// its pending set without moving the ack floor). A consumer that no longer
+// exists never will.
+func (s *Store) gaveUp(ctx context.Context, w watchValue, floors map[string]uint64) (bool, error) {
+	id := w.Stream + "/" + w.Consumer
+	settled, ok := floors[id] // every message up to it is settled for the consumer
+	if !ok {
+		cons, err := s.js.Consumer(ctx, w.Stream, w.Consumer)
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
+			settled = ^uint64(0)
+		case err != nil:
+			return false, err
+		default:
+			info := cons.CachedInfo()
+			settled = info.AckFloor.Stream
+			if info.NumAckPending == 0 {
+				settled = max(settled, info.Delivered.Stream)
+			}
+		}
+		floors[id] = settled
+	}
+	return settled >= w.Seq, nil
+}
+
+func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, lease time.Duration, floors map[string]uint64, sw *Sweep) {
 	drop := func() { _ = s.kv.Purge(ctx, key, jetstream.PurgeTTL(s.markerTTL)) }
 	var w watchValue
 	if json.Unmarshal(val, &w) != nil || w.Subject == "" || w.Seq == 0 {
@@ -383,8 +417,10 @@ func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, cre
 		sw.Settled++
 		drop()
 		return
-	case (rec == nil || !rec.Final) && time.Since(created) < 2*lease:
-		return
+	case rec == nil || !rec.Final:
+		if gone, err := s.gaveUp(ctx, w, floors); err != nil || !gone {
+			return // it may still be delivered: its delivery decides
+		}
 	}
 	c := &processConfig{deadLetter: w.Subject, lease: lease}
 	j, err := s.storedJob(ctx, storedRef{stream: w.Stream, consumer: w.Consumer, scope: scope, kvKey: rkey, seq: w.Seq,
@@ -425,8 +461,8 @@ func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, cre
 
 // lastDeliveryLost is the reason a sweep gives for a message whose last
 // allowed delivery left no outcome.
-func lastDeliveryLost(w watchValue) string {
-	return fmt.Sprintf("its last allowed delivery (%d) ended without an outcome: the worker stopped, or its record could not be written", w.Deliveries)
+func lastDeliveryLost(watchValue) string {
+	return "its last allowed delivery ended without an outcome (the consumer will not deliver it again): the worker stopped, or its record could not be written"
 }
 
 func revOf(rec *Record, le leaderEntry) uint64 {
@@ -489,4 +525,64 @@ func (l *loop) sweep(ctx context.Context) {
 	for _, n := range sw.Notes {
 		l.warnLocked(n)
 	}
+}
+
+// maxDeliveriesAdvisory is the part of the server's advisory
+// (io.nats.jetstream.advisory.v1.max_deliver) that names the message.
+type maxDeliveriesAdvisory struct {
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// watchAdvisories listens, while the run lasts, for the server giving up
+// on a message (its MaxDeliver advisory): such a message is watched and
+// swept (noteGivenUp), even when the delivery that used its last allowed
+// one went to a run that died before writing a watch. It returns a stop
+// function; without permission to subscribe it does nothing.
+func (l *loop) watchAdvisories() func() {
+	if l.c.deadLetter == "" || l.c.maxDeliver <= 0 {
+		return func() {}
+	}
+	subj := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + l.stream + "." + l.name
+	sub, err := l.s.js.Conn().Subscribe(subj, func(m *nats.Msg) {
+		var a maxDeliveriesAdvisory
+		if json.Unmarshal(m.Data, &a) == nil && a.StreamSeq > 0 {
+			l.mu.Lock()
+			l.givenUp = append(l.givenUp, a)
+			l.mu.Unlock()
+		}
+	})
+	if err != nil {
+		return func() {}
+	}
+	return func() { _ = sub.Unsubscribe() }
+}
+
+// noteGivenUp watches the messages the server gave up on since the last
+// call, unless their record is settled, and sweeps when there were any.
+func (l *loop) noteGivenUp(ctx context.Context) {
+	l.mu.Lock()
+	given := l.givenUp
+	l.givenUp = nil
+	l.mu.Unlock()
+	if len(given) == 0 {
+		return
+	}
+	c := &l.c.processConfig
+	for _, a := range given {
+		j, err := l.s.storedJob(ctx, storedRef{stream: l.stream, consumer: l.name, scope: c.scope, seq: a.StreamSeq, deliveries: a.Deliveries})
+		if err != nil || !matchAny(c.subjects, j.d.Subject) {
+			continue // gone from the stream, or without a record (at least once)
+		}
+		k := c.deriveKey(j.msg, j.d.Subject, j.d.Seq)
+		j.d.KeyFrom, j.d.Key, j.d.KeySpec = k.kind, k.key, k.spec
+		j.kvKey = recordKey(c.scope, k.kind, k.key)
+		if r, err := l.s.getKV(ctx, j.kvKey); err == nil && (r.State == StateDone || r.Final) {
+			continue // settled
+		}
+		last := *c
+		last.maxDeliver = int(max(j.d.Deliveries, 1)) // its deliveries are over
+		l.s.watchLastDelivery(ctx, j, &last)
+	}
+	l.sweep(ctx)
 }
