@@ -482,3 +482,57 @@ func TestRetryRoundTrip(t *testing.T) {
 		t.Errorf("ScopeStream: %q %v", s, err)
 	}
 }
+
+// A bucket made with a max age of its own (by an earlier version) removes
+// records at that age: the retention in effect and each record's expiry
+// say so.
+func TestRetentionCappedByBucketMaxAge(t *testing.T) {
+	js := newJS(t, testserver.Start(t))
+	addStream(t, js, "ORDERS", 1)
+	ctx := testCtx(t, 30*time.Second)
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: acks.DefaultBucket, History: 1, TTL: time.Hour, LimitMarkerTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := acks.Open(ctx, js) // retention 7d
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "orders", 1, 1)
+	cons := addConsumer(t, js, "ORDERS", "c", 30*time.Second)
+	if r, err := st.Process(ctx, next(t, cons), func(context.Context, acks.Delivery) error { return nil }); err != nil || r.Action != acks.Processed {
+		t.Fatal(r, err)
+	}
+	r, err := st.Get(ctx, "ORDERS.c", acks.KeyFromSequence, "1")
+	if err != nil || r.Retention != acks.DefaultRetention || r.Expires.Sub(r.Time) != time.Hour {
+		t.Fatalf("record: retention %v, expires %v after it was written (%v)", r.Retention, r.Expires.Sub(r.Time), err)
+	}
+	stats, err := st.Stats(ctx, "ORDERS.c")
+	if err != nil || stats.RetentionNS != int64(time.Hour) || stats.MaxAgeNS != int64(time.Hour) || st.Retention() != time.Hour {
+		t.Fatalf("stats: %+v %v", stats, err)
+	}
+}
+
+// Another message under the key of a dead-lettered one runs (it takes the
+// failed record over, as any failed record); only deliveries of the
+// dead-lettered message itself are terminated unrun.
+func TestDeadLetteredKeyReusedByAnotherMessageRuns(t *testing.T) {
+	f := newFixture(t)
+	ctx := testCtx(t, 30*time.Second)
+	addDeadStream(t, f.js)
+	pubJSON(t, f.js, "orders.1", "first", "Order-Id", "k")
+	pubJSON(t, f.js, "orders.1", "second", "Order-Id", "k")
+	cons := addConsumer(t, f.js, "ORDERS", "c", 30*time.Second)
+	opts := []acks.ProcessOption{byOrder, acks.WithMaxFailures(1), acks.WithDeadLetter("dead.orders")}
+	r, _ := f.st.Process(ctx, next(t, cons), func(context.Context, acks.Delivery) error { return errors.New("bad") }, opts...)
+	if !r.Final || r.DeadLetterSeq != 1 {
+		t.Fatalf("first: %+v (%v)", r, r.Err)
+	}
+	ran := false
+	r, err := f.st.Process(ctx, next(t, cons), func(context.Context, acks.Delivery) error { ran = true; return nil }, opts...)
+	if err != nil || r.Action != acks.Processed || !ran {
+		t.Fatalf("second: %+v %v", r, err)
+	}
+	if rec, err := f.st.Get(ctx, "ORDERS.c", acks.KeyFromHeader, "k"); err != nil || rec.State != acks.StateDone || rec.Seq != 2 {
+		t.Fatalf("record: %+v %v", rec, err)
+	}
+}
