@@ -16,6 +16,7 @@ type AcksCmd struct {
 	Forget  AcksForgetCmd  `cmd:"" help:"Delete ack records so their messages run again (a plan unless --execute)."`
 	Stats   AcksStatsCmd   `cmd:"" help:"Count records per scope, with each scope's floor."`
 	Compact AcksCompactCmd `cmd:"" help:"Delete done records at or below each scope's floor."`
+	Retry   AcksRetryCmd   `cmd:"" help:"Run failed messages again through claim -> done (a plan unless --execute)."`
 }
 
 // acksBucketFlag is the --bucket flag of the acks commands.
@@ -92,6 +93,12 @@ type acksRecordJSON struct {
 	Failures     int    `json:"failures,omitempty"`
 	Final        bool   `json:"final,omitempty"`
 	Reason       string `json:"reason,omitempty"`
+	KeySpec      string `json:"key_spec,omitempty"`
+	// RetentionNS and Expires: how long a done or failed record is kept,
+	// and when the server removes it (absent in records of earlier versions).
+	RetentionNS int64               `json:"retention_ns,omitempty"`
+	Expires     string              `json:"expires,omitempty"`
+	DeadLetter  *acks.DeadLetterRef `json:"dead_letter,omitempty"`
 }
 
 func acksRecordOf(r acks.Record) acksRecordJSON {
@@ -99,10 +106,14 @@ func acksRecordOf(r acks.Record) acksRecordJSON {
 		Scope: acks.ScopeDisplay(r.Scope), Key: r.Key, KeyFrom: string(r.KeyFrom), KVKey: r.KVKey,
 		State: string(r.State), Seq: r.Seq, Time: JSONTime(r.Time), Revision: r.Revision, Fence: r.Fence,
 		Deliveries: r.Deliveries, Worker: r.Worker, Hash: r.Hash, Size: r.Size,
-		Failures: r.Failures, Final: r.Final, Reason: r.Reason,
+		Failures: r.Failures, Final: r.Final, Reason: r.Reason, KeySpec: r.KeySpec,
+		RetentionNS: int64(r.Retention), DeadLetter: r.DeadLetter,
 	}
 	if !r.LeaseExpires.IsZero() {
 		j.LeaseExpires = JSONTime(r.LeaseExpires)
+	}
+	if !r.Expires.IsZero() {
+		j.Expires = JSONTime(r.Expires)
 	}
 	return j
 }
@@ -140,6 +151,12 @@ func stateText(r acks.Record) string {
 	s := fmt.Sprintf("failed %dx", max(r.Failures, 1))
 	if r.Final {
 		s += ", final"
+	}
+	switch dl := r.DeadLetter; {
+	case dl != nil && dl.Pending:
+		s += ", dead letter pending"
+	case dl != nil:
+		s += ", dead-lettered"
 	}
 	return s
 }

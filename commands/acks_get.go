@@ -2,7 +2,7 @@ package commands
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -19,13 +19,17 @@ type AcksGetCmd struct {
 
 // Help is the long help of acks get.
 func (AcksGetCmd) Help() string {
-	return `Shows one ack record: its state, the stream sequence it was made for, the fencing
-token, the worker and, for a claim, when its lease runs out. KEY is looked up first
-as a key-header value, then (when it is a number) as a stream sequence key.
+	return `Shows one ack record: its state, the stream sequence it was made for, the key
+spec that produced its key, the fencing token, the worker, when its lease runs out
+(a claim) or when the server removes it (done and failed records, kept for the
+retention), and, for a failed record, the reason and its dead letter. KEY is looked
+up as a key from a header, a JSON field, the subject or joined parts (as
+JSCTL_KEY shows it, unescaped), then (when it is a number) as a stream sequence key.
 
 Examples:
   jsctl acks get ORDERS.billing order-1234
   jsctl acks get ORDERS.billing 42
+  jsctl acks get ORDERS.billing 'eu|A-1001'
   jsctl acks get ORDERS.billing --seq 42 --json`
 }
 
@@ -62,9 +66,18 @@ func (c *AcksGetCmd) Run(ctx context.Context, env *Env) error {
 	if !r.LeaseExpires.IsZero() {
 		lease = p.Time(r.LeaseExpires)
 	}
+	spec := r.KeySpec
+	if spec == "" {
+		spec = "-"
+	}
+	expires := "-"
+	if !r.Expires.IsZero() {
+		expires = fmt.Sprintf("%s (kept %s)", p.Time(r.Expires), DurationText(r.Retention))
+	}
 	rows := [][]string{
 		{"Scope", acks.ScopeDisplay(r.Scope)},
 		{"Key", Preview([]byte(r.Key), 200) + " (" + string(r.KeyFrom) + ")"},
+		{"Key spec", Escape(spec)},
 		{"KV key", r.KVKey},
 		{"State", stateText(r)},
 		{"Stream sequence", strconv.FormatUint(r.Seq, 10)},
@@ -75,9 +88,16 @@ func (c *AcksGetCmd) Run(ctx context.Context, env *Env) error {
 		{"Worker", r.Worker},
 		{"Payload hash", r.Hash},
 		{"Lease expires", lease},
+		{"Expires", expires},
 	}
 	if r.State == acks.StateFailed {
 		rows = append(rows, []string{"Reason", Preview([]byte(r.Reason), 500)})
+	}
+	switch dl := r.DeadLetter; {
+	case dl != nil && dl.Pending:
+		rows = append(rows, []string{"Dead letter", fmt.Sprintf("pending, to %s (id %s)", dl.Subject, dl.ID)})
+	case dl != nil:
+		rows = append(rows, []string{"Dead letter", fmt.Sprintf("message %d of stream %s (subject %s, id %s)", dl.Seq, dl.Stream, dl.Subject, dl.ID)})
 	}
 	for _, row := range rows {
 		p.Printf("%-16s %s\n", row[0]+":", row[1])
@@ -96,11 +116,5 @@ func (c *AcksGetCmd) find(ctx context.Context, st *acks.Store, scope string) (ac
 		}
 		return recs[0], nil
 	}
-	r, err := st.Get(ctx, scope, acks.KeyFromHeader, c.Key)
-	if errors.Is(err, jsutil.ErrNotFound) {
-		if _, perr := strconv.ParseUint(c.Key, 10, 64); perr == nil {
-			return st.Get(ctx, scope, acks.KeyFromSequence, c.Key)
-		}
-	}
-	return r, err
+	return st.FindRecord(ctx, scope, c.Key)
 }

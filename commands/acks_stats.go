@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jsctl/jsctl/jsutil/acks"
 )
@@ -17,8 +18,13 @@ type AcksStatsCmd struct {
 // Help is the long help of acks stats.
 func (AcksStatsCmd) Help() string {
 	return `Counts each scope's records by state, their size, their sequence range, the scope's
-floor (every message at or below it is done) and how many done records
-"jsctl acks compact" would delete.
+floor (every message at or below it is done), how many done records
+"jsctl acks compact" would delete, and the retention in effect: how long done and
+failed records are kept, as the scope's newest record was written (jsctl consume
+--retention), capped by the bucket's max age if it has one; "default" marks a scope
+whose records do not say (written by an earlier version).
+--json adds retention_ns, retention_from ("records" or "default"), max_age_ns,
+dead_lettered and dead_letter_pending.
 
 Examples:
   jsctl acks stats
@@ -61,10 +67,19 @@ func (c *AcksStatsCmd) Run(ctx context.Context, env *Env) error {
 		rows = append(rows, []string{
 			s.Scope, strconv.Itoa(s.Records), strconv.Itoa(s.Claims), strconv.Itoa(s.Done), strconv.Itoa(s.Failed),
 			strconv.Itoa(s.Corrupt), fmt.Sprint(s.Bytes), seqText(s.MinSeq), seqText(s.MaxSeq), strconv.FormatUint(s.Floor, 10),
-			strconv.Itoa(s.Compactable),
+			strconv.Itoa(s.Compactable), retentionText(s),
 		})
 	}
-	return p.Table([]string{"SCOPE", "RECORDS", "CLAIMS", "DONE", "FAILED", "CORRUPT", "BYTES", "MIN SEQ", "MAX SEQ", "FLOOR", "COMPACTABLE"}, rows)
+	return p.Table([]string{"SCOPE", "RECORDS", "CLAIMS", "DONE", "FAILED", "CORRUPT", "BYTES", "MIN SEQ", "MAX SEQ", "FLOOR", "COMPACTABLE", "RETENTION"}, rows)
+}
+
+// retentionText is a scope's retention for the table.
+func retentionText(s acks.ScopeStats) string {
+	t := DurationText(time.Duration(s.RetentionNS))
+	if s.RetentionFrom == "default" {
+		t += " (default)"
+	}
+	return t
 }
 
 func seqText(s uint64) string {

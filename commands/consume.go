@@ -24,10 +24,17 @@ type ConsumeCmd struct {
 	Max                int           `name:"max" default:"0" placeholder:"N" help:"Stop after N deliveries handled (processed, duplicate or failed); 0 = no limit."`
 	Idle               time.Duration `name:"idle" default:"0s" placeholder:"D" help:"Stop when no message arrived for D; 0 = never."`
 	Lease              time.Duration `name:"lease" default:"30s" placeholder:"D" help:"Claim lease, renewed while CMD runs (whole seconds; at least 15s on a replicated bucket)."`
-	KeyHeader          string        `name:"key-header" default:"Nats-Msg-Id" placeholder:"H" help:"Header holding the dedup key; messages without it are keyed by stream sequence."`
+	Key                []string      `name:"key" sep:"none" placeholder:"SPEC" help:"Where the dedup key comes from: header:NAME, json:PATH, subject:N, subject or seq (repeatable: the parts are joined). Default header:Nats-Msg-Id; a message without it is keyed by its stream sequence."`
+	KeyHeader          string        `name:"key-header" placeholder:"H" help:"Same as --key header:H."`
+	KeyRequired        bool          `name:"key-required" help:"A message without its key fails for good (a failed record with the reason, the dead letter, terminated) instead of being keyed by its sequence."`
 	Scope              string        `name:"scope" placeholder:"NAME" predictor:"scope" help:"Record scope, to share records between consumers of one stream (default STREAM.CONSUMER)."`
 	Bucket             string        `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"KV bucket of the ack records (created on first use)."`
+	Retention          string        `name:"retention" default:"7d" placeholder:"D" help:"How long done and failed records are kept (a per-record TTL on the server; whole seconds, days allowed: 7d, 36h)."`
 	Replicas           int           `name:"replicas" default:"0" placeholder:"N" help:"Replicas of the bucket when consume creates it (default: the stream's)."`
+	Storage            string        `name:"storage" default:"file" enum:"file,memory" help:"Storage of the bucket when consume creates it: ${enum}."`
+	OnDuplicate        string        `name:"on-duplicate" default:"skip" enum:"skip,run" help:"A message whose key is done: skip it (ack without running CMD), or run CMD with JSCTL_DUPLICATE=1: ${enum}."`
+	OnMismatch         string        `name:"on-mismatch" default:"report" enum:"report,run,fail" help:"A message whose key is done for a different payload: report it (and treat it as --on-duplicate says), run CMD with JSCTL_MISMATCH=1, or fail it for good: ${enum}."`
+	DeadLetter         string        `name:"dead-letter" placeholder:"SUBJECT" help:"Publish every message that fails for good to SUBJECT (a stream must capture it) before it is terminated."`
 	IdempotentSubjects []string      `name:"idempotent-subjects" placeholder:"PATTERN" help:"Keep records only for subjects matching PATTERN (repeatable; default all). Others are processed at least once."`
 	RetryDelay         time.Duration `name:"retry-delay" default:"1s" placeholder:"D" help:"First delay before a failed message is redelivered; it doubles with each failed delivery, up to 1m (at least 100ms)."`
 	MaxFailures        int           `name:"max-failures" default:"0" placeholder:"N" help:"End a message that failed N times: keep a failed record and terminate it (default: the consumer's max deliver)."`
@@ -44,22 +51,47 @@ CMD gets the payload on stdin and, in its environment: JSCTL_STREAM, JSCTL_CONSU
 JSCTL_SEQ, JSCTL_SUBJECT, JSCTL_TIME (RFC 3339, UTC), JSCTL_KEY (the dedup key,
 escaped: printable characters as they are, a backslash as \\, newline, tab and
 return as \n, \t, \r, other control characters as \uXXXX, bytes that are not
-UTF-8 as \xHH), JSCTL_KEY_B64 (the key's raw bytes in base64), JSCTL_FENCE (the claim's
-revision: a fencing token that grows with every claim), JSCTL_DELIVERIES and
-JSCTL_SCOPE. Message content never goes into the command line. Exit 0 marks the
-message done; any other status releases it for redelivery after --retry-delay,
-doubling per failed delivery. After --max-failures failed deliveries (or the
-consumer's max deliver) a failed record is kept and the message terminated. CMD's
-output goes to jsctl's standard error.
+UTF-8 as \xHH), JSCTL_KEY_B64 (the key's raw bytes in base64), JSCTL_KEY_SPEC (what
+produced the key), JSCTL_FENCE (the claim's revision: a fencing token that grows
+with every claim), JSCTL_DELIVERIES and JSCTL_SCOPE. Message content never goes into
+the command line. Exit 0 marks the message done; any other status releases it for
+redelivery after --retry-delay, doubling per failed delivery. After --max-failures
+failed deliveries (or the consumer's max deliver) the message fails for good: a
+failed record is kept, the message is published to --dead-letter if given, then
+terminated. CMD's output goes to jsctl's standard error.
+
+Keys (--key, repeatable; the parts of several are joined with "|", a "|" or "\"
+inside a part escaped with "\"):
+  header:NAME   a header's value (--key-header NAME is the same)
+  json:PATH     a field of a JSON payload: order.id, items[0].sku, [2]
+  subject:N     the Nth subject token, from 1; subject: the whole subject
+  seq           the stream sequence
+A message without its key is keyed by its stream sequence, or with --key-required
+fails for good. Records keep the spec that made their key (jsctl acks get shows it).
 
 A message whose claim another live worker holds is deferred (busy). A message whose
-key is already done is acked without running CMD (duplicate); a different payload
-under a done key is reported.
+key is already done is acked without running CMD (duplicate), or with --on-duplicate
+run, CMD runs with JSCTL_DUPLICATE=1, JSCTL_DUPLICATE_SEQ and JSCTL_DUPLICATE_TIME
+(the earlier record's message and when it was done), holding no claim and changing
+no record. A different payload under a done key is reported (--on-mismatch report),
+run with JSCTL_MISMATCH=1 (run), or fails for good (fail).
+
+Records are kept for --retention (a per-record TTL, 7 days by default); the
+consumer's floor still marks their messages done after they expire. A bucket that
+consume creates takes --retention, --replicas and --storage.
+
+Dead letters (--dead-letter SUBJECT): the payload and headers (Nats-* headers renamed
+Jsctl-Original-Nats-*) plus Jsctl-Stream, -Consumer, -Scope, -Sequence, -Subject,
+-Time, -Key, -Key-B64, -Key-Spec, -Deliveries, -Failures and -Error, published under a
+Nats-Msg-Id; the failed record names the dead letter. A crash at any point neither
+loses a dead letter nor publishes it twice, within the dead-letter stream's duplicate
+window (see the README).
 
 Batches (--batch N): CMD runs once per batch of up to N messages. Its stdin has one
 JSON line per message: stream, consumer, seq, subject, time, key (escaped as above),
-key_b64, fence, deliveries, headers, data and data_encoding ("text" when the payload
-is valid UTF-8, else "base64"). Messages already done are acked and left out; every
+key_b64, key_spec, fence, deliveries, headers, data and data_encoding ("text" when the
+payload is valid UTF-8, else "base64"), and duplicate, duplicate_seq, duplicate_time
+and mismatch for a duplicate run. Messages already done are acked and left out; every
 message of the batch is claimed before CMD starts. Exit 0 marks the whole batch done,
 any other status releases the whole batch. CMD may instead print one result line per
 message on stdout, {"seq":N,"ok":true} or {"seq":N,"ok":false,"error":"..."}: then
@@ -78,6 +110,9 @@ Examples:
   jsctl consume ORDERS billing --exec './bill.sh' --workers 8
   jsctl consume ORDERS billing --exec 'jq .total >> totals' --idle 10s --json
   jsctl consume ORDERS billing --exec 'curl -fsS --data-binary @- "$URL"' --key-header Order-Id
+  jsctl consume ORDERS billing --exec ./bill.sh --key subject:2 --key json:order.id --key-required
+  jsctl consume ORDERS billing --exec ./bill.sh --retention 30d --max-failures 5 --dead-letter dead.orders
+  jsctl consume ORDERS billing --exec ./bill.sh --on-duplicate run --on-mismatch fail
   jsctl consume ORDERS audit --exec ./audit.sh --idempotent-subjects 'orders.*.paid'
   jsctl consume ORDERS loader --batch 100 --exec 'jq -c .data > batch.ndjson && ./load batch.ndjson'`
 }
@@ -105,10 +140,49 @@ func (c *ConsumeCmd) Validate() error {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--replicas must be from 1 to 5, got %d", c.Replicas)
 	case c.Exec == "":
 		return jsutil.Errorf(jsutil.ErrBadInput, "--exec must not be empty")
-	case c.KeyHeader == "":
-		return jsutil.Errorf(jsutil.ErrBadInput, "--key-header must not be empty")
+	}
+	if _, err := c.keySpecs(); err != nil {
+		return err
+	}
+	if _, err := parseRetention(c.Retention); err != nil {
+		return err
 	}
 	return nil
+}
+
+// keySpecs reads --key (or its alias --key-header).
+func (c *ConsumeCmd) keySpecs() ([]acks.KeySpec, error) {
+	if c.KeyHeader != "" && len(c.Key) > 0 {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "give --key or --key-header, not both (--key-header H is --key header:H)")
+	}
+	raw := c.Key
+	if c.KeyHeader != "" {
+		raw = []string{"header:" + c.KeyHeader}
+	}
+	if len(raw) == 0 {
+		raw = []string{"header:" + acks.DefaultKeyHeader}
+	}
+	out := make([]acks.KeySpec, 0, len(raw))
+	for _, r := range raw {
+		k, err := acks.ParseKeySpec(r)
+		if err != nil {
+			return nil, fmt.Errorf("--key: %w", err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// parseRetention reads --retention: whole seconds, at least 1s.
+func parseRetention(s string) (time.Duration, error) {
+	d, err := jsutil.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("--retention: %w", err)
+	}
+	if d < time.Second || d%time.Second != 0 {
+		return 0, jsutil.Errorf(jsutil.ErrBadInput, "--retention must be whole seconds, at least 1s, got %s (the server counts TTLs in seconds)", s)
+	}
+	return d, nil
 }
 
 // consumeLineJSON is one message in consume's --json output.
@@ -134,6 +208,14 @@ type consumeLineJSON struct {
 	RetryMS    int64  `json:"retry_ms,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
+	KeySpec    string `json:"key_spec"`
+	KeyMissing string `json:"key_missing,omitempty"`
+	// DuplicateRun: CMD ran on a duplicate (--on-duplicate run,
+	// --on-mismatch run).
+	DuplicateRun bool `json:"duplicate_run,omitempty"`
+	// The dead letter of a message that failed for good.
+	DeadLetterStream string `json:"dead_letter_stream,omitempty"`
+	DeadLetterSeq    uint64 `json:"dead_letter_seq,omitempty"`
 }
 
 // consumeSummaryJSON is consume's final --json line.
@@ -189,14 +271,25 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 		switch {
 		case r.Action == acks.Failed && r.Err != nil:
 			fmt.Fprintf(stderr, "jsctl: message %d (%s): failed: %v%s\n", r.Seq, Escape(r.Subject), r.Err, failNote(r))
+		case r.Mismatch && r.DuplicateRun:
+			fmt.Fprintf(stderr, "jsctl: message %d (%s): key %q was done for message %d with a different payload; ran again (--on-mismatch run)\n", r.Seq, Escape(r.Subject), r.Key, r.RecordSeq)
 		case r.Mismatch:
 			fmt.Fprintf(stderr, "jsctl: message %d (%s): key %q was done for message %d with a different payload; skipped as a duplicate\n", r.Seq, Escape(r.Subject), r.Key, r.RecordSeq)
 		}
 	}
+	keys, err := c.keySpecs()
+	if err != nil {
+		return err
+	}
 	opts := []acks.ConsumeOption{
-		acks.WithScope(scope), acks.WithKeyHeader(c.KeyHeader), acks.WithLease(c.Lease),
+		acks.WithScope(scope), acks.WithKey(keys...), acks.WithLease(c.Lease),
 		acks.WithWorkers(c.Workers), acks.WithMaxMessages(c.Max), acks.WithIdle(c.Idle),
 		acks.WithRetryDelay(c.RetryDelay), acks.WithMaxFailures(c.MaxFailures), acks.OnResult(onResult),
+		acks.WithOnDuplicate(acks.DuplicatePolicy(c.OnDuplicate)), acks.WithOnMismatch(acks.MismatchPolicy(c.OnMismatch)),
+		acks.WithDeadLetter(c.DeadLetter),
+	}
+	if c.KeyRequired {
+		opts = append(opts, acks.WithKeyRequired())
 	}
 	if len(c.IdempotentSubjects) > 0 {
 		opts = append(opts, acks.WithIdempotentSubjects(c.IdempotentSubjects...))
@@ -205,11 +298,11 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 	if c.Batch > 0 {
 		opts = append(opts, acks.WithBatch(c.Batch, c.BatchWait))
 		sum, err = store.ConsumeBatch(ctx, cons, func(hctx context.Context, ds []acks.Delivery) ([]error, error) {
-			return c.runBatch(hctx, ds, out)
+			return execHandler{c.Exec}.runBatch(hctx, ds, out)
 		}, opts...)
 	} else {
 		sum, err = store.Consume(ctx, cons, func(hctx context.Context, d acks.Delivery) error {
-			return c.runExec(hctx, d, out)
+			return execHandler{c.Exec}.runExec(hctx, d, out)
 		}, opts...)
 	}
 	status.close()
@@ -242,13 +335,25 @@ func (c *ConsumeCmd) openBucket(ctx context.Context, js jetstream.JetStream) (*a
 			}
 		}
 	}
-	return acks.Open(ctx, js, acks.WithBucket(c.Bucket), acks.WithReplicas(replicas))
+	retention, err := parseRetention(c.Retention)
+	if err != nil {
+		return nil, err
+	}
+	storage := jetstream.FileStorage
+	if c.Storage == "memory" {
+		storage = jetstream.MemoryStorage
+	}
+	return acks.Open(ctx, js, acks.WithBucket(c.Bucket), acks.WithReplicas(replicas), acks.WithRetention(retention), acks.WithStorage(storage))
 }
 
 func failNote(r acks.Result) string {
 	switch {
-	case r.Final:
+	case r.Final && r.DeadLetterSeq != 0:
+		return fmt.Sprintf("; terminated, dead-lettered as message %d of stream %s", r.DeadLetterSeq, r.DeadLetterStream)
+	case r.Final && r.Idempotent && !r.Mismatch && !r.DuplicateRun: // duplicates keep their done record
 		return "; terminated, a failed record is kept"
+	case r.Final:
+		return "; terminated"
 	case r.Retry > 0:
 		return fmt.Sprintf("; redelivered in %v", r.Retry.Round(time.Millisecond))
 	}
@@ -265,12 +370,19 @@ func (c *ConsumeCmd) printSummary(p *Printer, stderr io.Writer, scope string, su
 	for _, w := range sum.Warnings {
 		fmt.Fprintf(stderr, "jsctl: warning: %s\n", w)
 	}
-	p.Printf("processed %d, duplicates skipped %d, failed %d", sum.Processed, sum.Duplicates, sum.Failed)
+	p.Printf("processed %d", sum.Processed)
+	if sum.DuplicateRuns > 0 {
+		p.Printf(" (%s run again)", plural(sum.DuplicateRuns, "duplicate", "duplicates"))
+	}
+	p.Printf(", duplicates skipped %d, failed %d", sum.Duplicates, sum.Failed)
 	if sum.FailedDeliveries != sum.Failed {
 		p.Printf(" (%s)", plural(sum.FailedDeliveries, "failed delivery", "failed deliveries"))
 	}
 	if sum.Terminated > 0 {
 		p.Printf(", terminated %d", sum.Terminated)
+	}
+	if sum.DeadLettered > 0 {
+		p.Printf(", dead-lettered %d", sum.DeadLettered)
 	}
 	p.Printf(", busy %d", sum.Busy)
 	if sum.Mismatches > 0 {
@@ -286,7 +398,8 @@ func consumeLineOf(r acks.Result) consumeLineJSON {
 		Time: JSONTime(r.Time), Deliveries: r.Deliveries, Scope: acks.ScopeDisplay(r.Scope), KeyFrom: string(r.KeyFrom),
 		Idempotent: r.Idempotent, Fence: r.Fence, Mismatch: r.Mismatch, RecordSeq: r.RecordSeq, BelowFloor: r.BelowFloor,
 		LeaseLost: r.LeaseLost, Final: r.Final, CannotRun: r.CannotRun, RetryMS: r.Retry.Milliseconds(),
-		DurationMS: r.Duration.Milliseconds(),
+		DurationMS: r.Duration.Milliseconds(), KeySpec: r.KeySpec, KeyMissing: r.KeyMissing, DuplicateRun: r.DuplicateRun,
+		DeadLetterStream: r.DeadLetterStream, DeadLetterSeq: r.DeadLetterSeq,
 	}
 	if r.Err != nil {
 		l.Error = r.Err.Error()

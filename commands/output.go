@@ -148,3 +148,16 @@ func Preview(data []byte, n int) string {
 	}
 	return b.String()
 }
+
+// DurationText prints a duration as --retention and the other day-aware
+// flags read it: "7d", "1d12h0m0s", "30s".
+func DurationText(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d >= day && d%day == 0:
+		return fmt.Sprintf("%dd", d/day)
+	case d >= day:
+		return fmt.Sprintf("%dd%v", d/day, d%day)
+	}
+	return d.String()
+}

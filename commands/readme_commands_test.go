@@ -34,9 +34,11 @@ import (
 // The line runs in bash, in README order, in one working directory, with the
 // test binary as jsctl on PATH, against readmeFixture: a server (NATS_URL)
 // with stream ORDERS (orders.>, 50 messages with Nats-Msg-Id order-1185 to
-// order-1234), the durable pull consumers "billing" and "loader", the
-// paused consumer "audit", and an unfinished recreate of the consumer
-// "archive" (deleted, not yet created again); $DIR is the store of
+// order-1234; payloads {"id":"A-1185","total":1}), the durable pull
+// consumers "billing", "loader", "shipping" and "refunds", the paused
+// consumer "audit", an unfinished recreate of the consumer "archive"
+// (deleted, not yet created again) and stream DEAD (dead.>, for dead
+// letters); $DIR is the store of
 // `jsctl demo --messages 30 --gap 50ms --keep`; ./data holds a stream ORDERS
 // for the serve example. Stubs for jq, curl and psql are on PATH.
 type readmeCase struct {
@@ -107,6 +109,24 @@ var readmeCases = map[string]readmeCase{
 	"jsctl acks forget --scope ORDERS.billing --from-seq 100 --to-seq 200 --execute": {},
 	"jsctl acks compact [--scope ORDERS.billing]": {
 		synopsis: true, run: "jsctl acks compact --scope ORDERS.billing"},
+
+	// Key specs, retention, policies, dead letters and retry.
+	"jsctl consume ORDERS shipping --exec ./ship.sh --key subject:2 --key json:id --key-required": {
+		run: "jsctl consume ORDERS shipping --exec ./ship.sh --key subject:2 --key json:id --key-required --idle 1s", why: "without --idle it runs until stopped"},
+	"jsctl acks get ORDERS.shipping 'eu|A-1234'": {},
+	"jsctl consume ORDERS billing --exec ./bill.sh --retention 30d": {
+		run: "jsctl consume ORDERS billing --exec ./bill.sh --retention 30d --idle 1s", why: "without --idle it runs until stopped"},
+	"jsctl acks stats --scope ORDERS.billing": {},
+	"jsctl consume ORDERS billing --exec ./bill.sh --on-duplicate run --on-mismatch fail": {
+		run: "jsctl consume ORDERS billing --exec ./bill.sh --on-duplicate run --on-mismatch fail --idle 1s", why: "without --idle it runs until stopped"},
+	"jsctl consume ORDERS refunds --exec ./refund.sh --max-failures 5 --dead-letter dead.orders": {exit: 1,
+		run: `jsctl consume ORDERS refunds --exec 'test "$JSCTL_KEY" != order-1234' --max-failures 1 --dead-letter dead.orders --idle 1s`,
+		why: "a command failing for order-1234 leaves a dead letter and a failed record for the retry examples (exit 1: a message failed)"},
+	"jsctl acks retry --scope S (--seq N | --key K | --all-failed) --exec CMD [--batch N] [--stream S] [--dead-letter SUBJECT] [--execute]": {
+		synopsis: true, run: "jsctl acks retry --scope ORDERS.refunds --seq 50 --exec ./refund.sh --batch 10 --stream ORDERS --dead-letter dead.orders"},
+	"jsctl acks retry --scope ORDERS.refunds --all-failed --exec ./refund.sh":                      {},
+	"jsctl acks retry --scope ORDERS.refunds --key order-1234 --exec ./refund.sh --execute --json": {},
+	"jsctl acks retry --scope ORDERS.refunds --all-failed --exec ./refund.sh --execute":            {},
 
 	"jsctl completion bash > ~/.local/share/bash-completion/completions/jsctl": {},
 	`jsctl completion zsh > "${fpath[1]}/_jsctl"`: {
@@ -310,7 +330,7 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 	}
 	ctx := testserver.Context(t, 60*time.Second)
 	fillReadmeStream(t, ctx, js)
-	for _, name := range []string{"billing", "loader"} {
+	for _, name := range []string{"billing", "loader", "shipping", "refunds"} {
 		if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 			t.Fatal(err)
 		}
@@ -321,6 +341,9 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 		t.Fatal(err)
 	}
 	if err := writeIntent(ctx, nc, js, intentSpec{stream: "ORDERS", consumer: "archive", seq: 3, method: reset.Recreate, id: "c0ffee", deleteConsumer: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "DEAD", Subjects: []string{"dead.>"}, Duplicates: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	paused := time.Now().Add(24 * time.Hour)
@@ -341,6 +364,8 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 		filepath.Join(stubs, "psql"):        "#!/bin/sh\ncat >/dev/null\n",
 		filepath.Join(dir, "bill.sh"):       "#!/bin/sh\ncat >/dev/null\n",
 		filepath.Join(dir, "load-batch.sh"): "#!/bin/sh\ncat >/dev/null\n",
+		filepath.Join(dir, "ship.sh"):       "#!/bin/sh\ncat >/dev/null\n",
+		filepath.Join(dir, "refund.sh"):     "#!/bin/sh\ncat >/dev/null\n",
 	} {
 		if err := os.WriteFile(name, []byte(body), 0o755); err != nil {
 			t.Fatal(err)

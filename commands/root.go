@@ -8,7 +8,7 @@ type CLI struct {
 	Stream     StreamCmd     `cmd:"" help:"Look at streams."`
 	Consumer   ConsumerCmd   `cmd:"" help:"List, inspect, reset, pause, check and snapshot durable consumers."`
 	Consume    ConsumeCmd    `cmd:"" help:"Run a command once per message, idempotently (ack records in KV)."`
-	Acks       AcksCmd       `cmd:"" help:"Inspect and manage ack records (ls, get, forget, stats, compact)."`
+	Acks       AcksCmd       `cmd:"" help:"Inspect and manage ack records (ls, get, forget, stats, compact, retry)."`
 	Demo       DemoCmd       `cmd:"" help:"Walk through seek, reset and idempotent processing on a throw-away server."`
 	Serve      ServeCmd      `cmd:"" help:"Run an embedded JetStream server in the foreground."`
 	Completion CompletionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`

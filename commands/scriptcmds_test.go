@@ -56,6 +56,8 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"consumer-set-ack-wait":   cmdConsumerSetAckWait,
 		"mask-who":                cmdMaskWho,
 		"consumer-intent":         cmdConsumerIntent,
+		"acks-wait":               cmdAcksWait,
+		"stream-msg":              cmdStreamMsg,
 	}
 }
 

@@ -11,84 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ConsumeOption configures Consume. Every ProcessOption is one too.
-type ConsumeOption interface {
-	applyConsume(*consumeConfig)
-}
-
-type consumeConfig struct {
-	processConfig
-	workers   int
-	max       int
-	idle      time.Duration
-	drain     time.Duration
-	prefetch  int
-	batch     int
-	batchWait time.Duration
-	onResult  func(Result)
-}
-
-type consumeOpt func(*consumeConfig)
-
-func (f consumeOpt) applyConsume(c *consumeConfig) { f(c) }
-
-// WithWorkers sets how many handlers run at once (default 1).
-func WithWorkers(n int) ConsumeOption { return consumeOpt(func(c *consumeConfig) { c.workers = n }) }
-
-// WithMaxMessages stops Consume after n deliveries were handled (processed,
-// duplicate or failed; busy ones are deferred, not handled). 0: no limit.
-func WithMaxMessages(n int) ConsumeOption { return consumeOpt(func(c *consumeConfig) { c.max = n }) }
-
-// WithIdle stops Consume once no message arrived for d (and none is in
-// flight). 0: never.
-func WithIdle(d time.Duration) ConsumeOption {
-	return consumeOpt(func(c *consumeConfig) { c.idle = d })
-}
-
-// WithDrainTimeout bounds how long handlers in flight may run on after
-// Consume's context is cancelled before their contexts are cancelled too
-// (default: the lease).
-func WithDrainTimeout(d time.Duration) ConsumeOption {
-	return consumeOpt(func(c *consumeConfig) { c.drain = d })
-}
-
-// WithPrefetch bounds how many messages Consume fetches ahead of its free
-// workers (default: automatic, up to max(64, 4×workers), fewer when
-// handlers are slow; see Consume). 0 keeps the default.
-func WithPrefetch(n int) ConsumeOption {
-	return consumeOpt(func(c *consumeConfig) { c.prefetch = n })
-}
-
-// OnResult calls fn after each delivery (from a worker's goroutine; calls
-// may be concurrent).
-func OnResult(fn func(Result)) ConsumeOption {
-	return consumeOpt(func(c *consumeConfig) { c.onResult = fn })
-}
-
-// Summary counts what Consume did.
-type Summary struct {
-	Processed  int `json:"processed"`
-	Duplicates int `json:"duplicates"`
-	// Failed counts distinct messages that failed in this run and had not
-	// succeeded by its end; FailedDeliveries counts every failed delivery.
-	Failed           int `json:"failed"`
-	FailedDeliveries int `json:"failed_deliveries"`
-	// Terminated counts messages that failed for good (a failed record
-	// was kept and the message terminated).
-	Terminated int `json:"terminated"`
-	Busy       int `json:"busy"`
-	Mismatches int `json:"mismatches"`
-	// Floor is the end of the consumer's floor when Consume stopped.
-	Floor uint64 `json:"floor"`
-	// Warnings are things a person should know (a corrupt floor that was
-	// ignored, ...), each said once.
-	Warnings []string `json:"warnings"`
-}
-
-// Handled is the number of deliveries processed, skipped as duplicates or
-// failed.
-func (s Summary) Handled() int { return s.Processed + s.Duplicates + s.FailedDeliveries }
-
 // Consume pulls messages from cons and handles each with the protocol of
 // Process on up to WithWorkers goroutines, until ctx is cancelled,
 // WithMaxMessages deliveries were handled, or WithIdle passed without a
@@ -113,6 +35,9 @@ func (s Summary) Handled() int { return s.Processed + s.Duplicates + s.FailedDel
 //     message meanwhile, and the message is acked (a plain ack) when its own
 //     done write is confirmed. A lost ack only causes a redelivery, which the
 //     done record catches.
+//
+// With WithDeadLetter, Consume also sweeps the scope's dead-letter watches
+// as it starts and once per lease (see SweepDeadLetters).
 //
 // When ctx is cancelled, Consume stops fetching, naks messages not yet
 // started, lets handlers in flight finish (for up to WithDrainTimeout), and
@@ -179,7 +104,14 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 		s: s, cons: cons, c: &c, stream: info.Stream, name: info.Name, info: info,
 		ref:     FloorRef{Scope: c.scope, Stream: info.Stream, Consumer: info.Name},
 		ackWait: ackWait, maxExtra: maxExtra, failing: map[uint64]string{}, warned: map[string]bool{},
-		freed: make(chan struct{}, 1), lastSeq: info.Delivered.Stream + info.NumPending,
+		freed: make(chan struct{}, 1), lastSeq: info.Delivered.Stream + info.NumPending, fetchCtx: ctx,
+	}
+	warn, err := l.checkDeadLetter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if warn != "" {
+		l.warnLocked(warn)
 	}
 	return l, nil
 }
@@ -221,6 +153,9 @@ type loop struct {
 	maxAcked uint64 // the highest sequence acked
 	floor    Floor
 	lastSeq  uint64
+	// fetchCtx is the run's context, for the writes the fetcher makes.
+	fetchCtx context.Context
+	givenUp  []maxDeliveriesAdvisory // messages the server gave up on (watchAdvisories)
 }
 
 func (l *loop) run(ctx context.Context) (Summary, error) {
@@ -242,7 +177,9 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	})
 	defer stopDrain()
 
+	defer l.watchAdvisories()()
 	l.startFloor(ctx)
+	l.sweep(ctx)
 	l.leases = l.s.newLeases(c.lease)
 	defer l.leases.close()
 	var workers sync.WaitGroup
@@ -294,7 +231,7 @@ func (l *loop) fetch(ctx context.Context) error {
 	l.mu.Lock()
 	l.lastMsg = time.Now()
 	l.mu.Unlock()
-	lastFloor := time.Now()
+	lastFloor, lastSweep := time.Now(), time.Now()
 	var notFoundSince time.Time
 	retry := 50 * time.Millisecond
 	for ctx.Err() == nil {
@@ -314,6 +251,11 @@ func (l *loop) fetch(ctx context.Context) error {
 		if time.Since(lastFloor) >= time.Second {
 			l.advanceFloor(ctx, false)
 			lastFloor = time.Now()
+		}
+		l.noteGivenUp(ctx)
+		if time.Since(lastSweep) >= c.lease {
+			l.sweep(ctx)
+			lastSweep = time.Now()
 		}
 		if room <= 0 {
 			select {
@@ -454,7 +396,7 @@ func (l *loop) conclude(work context.Context, j *job, herr error) {
 		l.s.leaseLost(j, c)
 	case herr != nil:
 		l.s.handlerFailed(work, j, c, herr)
-	case !j.d.Idempotent:
+	case !j.d.Idempotent || j.noClaim:
 		l.s.finishDone(work, j, c)
 	default:
 		l.doneAsync(work, j)
@@ -531,6 +473,12 @@ func (l *loop) report(r Result) {
 	}
 	if r.Mismatch {
 		s.Mismatches++
+	}
+	if r.DuplicateRun && r.Action == Processed {
+		s.DuplicateRuns++
+	}
+	if r.DeadLettered {
+		s.DeadLettered++
 	}
 	if r.FloorCorrupt != "" {
 		l.warnLocked("the floor of consumer " + l.name + " in scope " + ScopeDisplay(l.ref.Scope) + " was ignored: " + r.FloorCorrupt)

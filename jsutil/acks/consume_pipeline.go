@@ -27,6 +27,7 @@ func (l *loop) enqueue(msg jetstream.Msg) {
 		return
 	}
 	if j.d.Idempotent {
+		l.s.watchLastDelivery(l.fetchCtx, j, &l.c.processConfig)
 		// Claim ahead: by the time a worker takes the message, its claim
 		// has usually been answered (see resolveClaim).
 		j.claimSent = time.Now()
@@ -108,7 +109,7 @@ type pendingDone struct {
 // doneAsync publishes j's done record without waiting; the completer acks
 // the message when the write is confirmed.
 func (l *loop) doneAsync(work context.Context, j *job) {
-	val := j.value(StateDone, l.s.worker).encode()
+	val := l.s.doneValue(j)
 	fut, err := l.s.js.PublishMsgAsync(l.s.kvMsg(j.kvKey, val, j.cl.rev, l.s.doneTTL()))
 	if err != nil {
 		l.s.finishDone(work, j, &l.c.processConfig) // the synchronous path, with its retries
@@ -136,6 +137,7 @@ func (l *loop) complete(work context.Context) {
 		if ok {
 			p.j.res.Action = Processed
 			p.j.res.Err = ackErr(p.j.msg.Ack(), p.j.d)
+			l.s.dropWatch(work, p.j)
 			l.finish(p.j)
 			continue
 		}

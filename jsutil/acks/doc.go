@@ -9,11 +9,23 @@
 // history 1, limit markers (which enable per-record TTLs) and no max age:
 // every record carries its own TTL. Each message gets one record, keyed by a
 // scope (DefaultScope: "STREAM.CONSUMER"; WithScope shares one between
-// consumers of the same stream) and a dedup key: the value of the key header
-// (Nats-Msg-Id unless WithKeyHeader) when present, else the stream sequence.
-// Every part is encoded with jsutil.KeyToken, so any legal name or header
-// value makes a valid key. Records store the stream sequence and a payload
-// hash.
+// consumers of the same stream) and a dedup key taken from the message (see
+// KeySpec, WithKey, WithKeyFunc): by default the value of the Nats-Msg-Id
+// header; a message without its key is keyed by its stream sequence (or,
+// WithKeyRequired, fails for good). Every part is encoded with
+// jsutil.KeyToken, so any legal name or header value makes a valid key.
+// Records store the stream sequence, a payload hash, the key spec that
+// produced the key and, once done or failed, their retention.
+//
+// # Retention
+//
+// Done and failed records are written with the retention (WithRetention,
+// DefaultRetention) as their per-record TTL: the server removes each one
+// then. A message whose record expired is still known to be handled by its
+// consumer's floor (see Floors), which never expires, so a redelivery is a
+// duplicate; Store.Compact deletes done records earlier, once every floor
+// of their scope covers them. Forgetting records (Store.ForgetRange) lowers
+// the floors, so a rewind runs the forgotten messages again.
 //
 // # Protocol
 //
@@ -49,9 +61,15 @@
 //
 // A delivery that finds a done record acks without running the handler
 // (Duplicate; Result.Mismatch reports a different payload under the same
-// key). One that finds another worker's live claim is nak'd with a delay
-// (Busy) rather than run. One that finds a failed record takes it over and
-// runs again.
+// key), unless WithOnDuplicate or WithOnMismatch say to run it anyway (with
+// no claim and no record written: Delivery.Duplicate) or to fail it
+// (MismatchFail). One that finds another worker's live claim is nak'd with a
+// delay (Busy) rather than run. One that finds a failed record takes it over
+// and runs again, unless the record is of this very message and it was
+// dead-lettered (WithDeadLetter; see deadletter.go for the order of writes
+// that makes a crash neither lose nor repeat a dead letter): then the
+// message is terminated. Store.Retry runs failed messages again on purpose,
+// read from the stream by sequence, through the same claim → done path.
 //
 // # Floors
 //

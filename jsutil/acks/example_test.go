@@ -62,3 +62,25 @@ func Example() {
 	// billing: processed 3, duplicates 0
 	// billing-replay: processed 0, duplicates 3
 }
+
+// Keys from the payload, records kept for 30 days, and a dead-letter
+// subject for messages that fail for good (after 5 failures).
+func ExampleWithKey() {
+	ctx := context.Background()
+	nc, err := nats.Connect(nats.DefaultURL)
+	if err != nil {
+		return
+	}
+	js, _ := jetstream.New(nc)
+	store, err := acks.Open(ctx, js, acks.WithRetention(30*24*time.Hour))
+	if err != nil {
+		return
+	}
+	region, _ := acks.ParseKeySpec("subject:2") // orders.<region>.…
+	id, _ := acks.ParseKeySpec("json:order.id")
+	cons, _ := js.Consumer(ctx, "ORDERS", "billing")
+	_, _ = store.Consume(ctx, cons, func(ctx context.Context, d acks.Delivery) error {
+		// d.Key is "<region>|<order id>"; d.KeySpec "subject:2 + json:order.id".
+		return nil
+	}, acks.WithKey(region, id), acks.WithKeyRequired(), acks.WithMaxFailures(5), acks.WithDeadLetter("dead.orders"))
+}

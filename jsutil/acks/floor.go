@@ -61,6 +61,10 @@ type floorValue struct {
 	Ranges   []FloorRange `json:"rg"`
 	// Seq is a legacy scope-wide floor's value.
 	Seq uint64 `json:"q,omitempty"`
+	// Retention is the retention (seconds) of the records the consumer's
+	// last run wrote: the floor outlives them, so it says how long they
+	// were kept after they expired.
+	Retention int64 `json:"rt,omitempty"`
 }
 
 // Floor is one consumer's floor in a scope.
@@ -77,6 +81,9 @@ type Floor struct {
 	// Legacy marks a scope-wide floor written by an earlier version; it is
 	// honoured only for its own consumer's default scope.
 	Legacy bool `json:"legacy,omitempty"`
+	// Retention is how long the records of the consumer's last run are
+	// kept (0: not recorded, by an earlier version).
+	Retention time.Duration `json:"retention_ns,omitempty"`
 	// Corrupt says why the floor cannot be true (it is then ignored).
 	Corrupt  string    `json:"corrupt,omitempty"`
 	Revision uint64    `json:"revision"`
@@ -183,6 +190,7 @@ func (s *Store) decodeFloor(f *Floor, data []byte) {
 			return
 		}
 		f.Ranges = v.Ranges
+		f.Retention = time.Duration(v.Retention) * time.Second
 		if f.Ranges == nil {
 			f.Ranges = []FloorRange{}
 		}
@@ -244,9 +252,10 @@ func (f Floor) advance(p floorPos) ([]FloorRange, bool) {
 }
 
 // writeFloor stores ranges as ref's floor by compare-and-set on rev (0:
-// the key must have no value), never expiring.
-func (s *Store) writeFloor(ctx context.Context, ref FloorRef, ranges []FloorRange, rev uint64) error {
-	val, err := json.Marshal(floorValue{Stream: ref.Stream, Consumer: ref.Consumer, Ranges: ranges})
+// the key must have no value), never expiring, with the retention of the
+// consumer's records.
+func (s *Store) writeFloor(ctx context.Context, ref FloorRef, ranges []FloorRange, rev uint64, retention time.Duration) error {
+	val, err := json.Marshal(floorValue{Stream: ref.Stream, Consumer: ref.Consumer, Ranges: ranges, Retention: int64(retention / time.Second)})
 	if err != nil {
 		return err
 	}
@@ -263,8 +272,9 @@ func (s *Store) writeFloor(ctx context.Context, ref FloorRef, ranges []FloorRang
 
 // updateFloor reads ref's floor, lets change compute new ranges, and writes
 // them by compare-and-set, retrying when another writer got there first.
-// It returns the floor as written (or as found when nothing changed).
-func (s *Store) updateFloor(ctx context.Context, ref FloorRef, change func(Floor) ([]FloorRange, bool)) (Floor, error) {
+// It returns the floor as written (or as found when nothing changed). The
+// floor is written with retention (0: the one it has).
+func (s *Store) updateFloor(ctx context.Context, ref FloorRef, retention time.Duration, change func(Floor) ([]FloorRange, bool)) (Floor, error) {
 	if err := ref.check(); err != nil {
 		return Floor{}, err
 	}
@@ -281,13 +291,17 @@ func (s *Store) updateFloor(ctx context.Context, ref FloorRef, change func(Floor
 		if cur.Legacy {
 			rev = 0 // the per-consumer key is new
 		}
-		err = s.writeFloor(ctx, ref, rs, rev)
+		ret := retention
+		if ret == 0 {
+			ret = cur.Retention
+		}
+		err = s.writeFloor(ctx, ref, rs, rev, ret)
 		if err == nil {
 			if cur.Legacy {
 				// Its one range now lives in the consumer's own floor.
 				_ = s.purge(ctx, cur.key, cur.Revision)
 			}
-			cur.Ranges, cur.Legacy, cur.Corrupt = rs, false, ""
+			cur.Ranges, cur.Legacy, cur.Corrupt, cur.Retention = rs, false, "", ret
 			cur.Seq = cur.end()
 			return cur, nil
 		}
@@ -311,10 +325,11 @@ func (s *Store) AdvanceFloor(ctx context.Context, ref FloorRef, info *jetstream.
 // when the one it found was corrupt, why.
 func (s *Store) advanceFloor(ctx context.Context, ref FloorRef, p floorPos) (Floor, string, error) {
 	var corrupt string
-	f, err := s.updateFloor(ctx, ref, func(f Floor) ([]FloorRange, bool) {
+	f, err := s.updateFloor(ctx, ref, s.retention, func(f Floor) ([]FloorRange, bool) {
 		s.checkEnd(ctx, &f, ref.Stream, &p.lastSeq)
 		corrupt = f.Corrupt
-		return f.advance(p)
+		rs, changed := f.advance(p)
+		return rs, changed || f.Retention != s.retention
 	})
 	return f, corrupt, err
 }
@@ -356,7 +371,7 @@ func consumerFilters(cfg jetstream.ConsumerConfig) []string {
 func (s *Store) NoteForwardMove(ctx context.Context, ref FloorRef, info *jetstream.ConsumerInfo, target uint64) error {
 	p := floorPosOf(info, false)
 	p.ackFloor = target - 1
-	_, err := s.updateFloor(ctx, ref, func(f Floor) ([]FloorRange, bool) {
+	_, err := s.updateFloor(ctx, ref, 0, func(f Floor) ([]FloorRange, bool) {
 		if f.Revision == 0 {
 			return nil, false // no floor: nothing to protect
 		}
@@ -414,7 +429,7 @@ func (s *Store) LowerFloors(ctx context.Context, scope string, seq uint64) error
 			continue
 		}
 		ref := FloorRef{Scope: scope, Stream: f.Stream, Consumer: f.Consumer}
-		if _, err := s.updateFloor(ctx, ref, func(f Floor) ([]FloorRange, bool) { return clip(f.Ranges, seq) }); err != nil {
+		if _, err := s.updateFloor(ctx, ref, 0, func(f Floor) ([]FloorRange, bool) { return clip(f.Ranges, seq) }); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -30,6 +29,17 @@ type job struct {
 	// failures is the count of the failed record the claim took over
 	// (0 when there was none, or it was final).
 	failures uint64
+	// keyMissing says why the message has no key of the configured specs
+	// (it is then keyed by its sequence).
+	keyMissing string
+	// noClaim: the handler runs on a duplicate without a claim (see
+	// DuplicateRun); no record is written for it.
+	noClaim bool
+	// watch: a dead-letter watch was written for this delivery (its last
+	// allowed one; see deadletter.go).
+	watch bool
+	// retry: a run of Store.Retry, which takes over a dead-lettered record.
+	retry bool
 }
 
 // claim is a claim this worker holds.
@@ -58,14 +68,13 @@ func (s *Store) prepare(msg jetstream.Msg, c *processConfig) (*job, error) {
 	if d.Scope == "" {
 		d.Scope = DefaultScope(meta.Stream, meta.Consumer)
 	}
-	d.KeyFrom, d.Key = KeyFromSequence, strconv.FormatUint(d.Seq, 10)
-	if v := msg.Headers().Get(c.keyHeader); v != "" {
-		d.KeyFrom, d.Key = KeyFromHeader, v
-	}
-	j := &job{msg: msg, d: d, pending: meta.NumPending, got: time.Now()}
+	k := c.deriveKey(msg, d.Subject, d.Seq)
+	d.KeyFrom, d.Key, d.KeySpec = k.kind, k.key, k.spec
+	j := &job{msg: msg, d: d, pending: meta.NumPending, got: time.Now(), keyMissing: k.missing}
 	j.res = Result{
 		Stream: d.Stream, Consumer: d.Consumer, Seq: d.Seq, Subject: d.Subject, Time: d.Time,
-		Deliveries: d.Deliveries, Scope: d.Scope, Key: d.Key, KeyFrom: d.KeyFrom, Idempotent: d.Idempotent,
+		Deliveries: d.Deliveries, Scope: d.Scope, Key: d.Key, KeyFrom: d.KeyFrom, KeySpec: d.KeySpec,
+		KeyMissing: k.missing, Idempotent: d.Idempotent,
 	}
 	if d.Idempotent {
 		j.kvKey = recordKey(d.Scope, d.KeyFrom, d.Key)
@@ -76,7 +85,14 @@ func (s *Store) prepare(msg jetstream.Msg, c *processConfig) (*job, error) {
 
 // value is the record this job writes in state st.
 func (j *job) value(st State, worker string) value {
-	return value{State: st, Seq: j.d.Seq, Hash: j.hash, Worker: worker, Fence: j.cl.fence, Deliveries: j.d.Deliveries, Key: keepKey(j.d)}
+	return value{State: st, Seq: j.d.Seq, Hash: j.hash, Worker: worker, Fence: j.cl.fence, Deliveries: j.d.Deliveries, Key: keepKey(j.d), Spec: j.d.KeySpec}
+}
+
+// doneValue is j's done record: kept for the retention, which it names.
+func (s *Store) doneValue(j *job) []byte {
+	v := j.value(StateDone, s.worker)
+	v.Retention = int64(s.doneTTL() / time.Second)
+	return v.encode()
 }
 
 // claimMsg is the write that claims j's record over revision rev.
@@ -134,8 +150,8 @@ func (s *Store) claimRecord(ctx context.Context, j *job, lease time.Duration) (*
 		if err != nil {
 			return nil, &errCorrupt{err: err, rev: e.rev}
 		}
-		if r.State != StateFailed {
-			return &r, nil
+		if r.State != StateFailed || (r.DeadLetter != nil && !j.retry && (r.Seq == j.d.Seq || r.DeadLetter.Pending)) {
+			return &r, nil // done, claimed, or dead-lettered (see deadLettered)
 		}
 		rev, j.cl.tookOver = r.Revision, true
 		j.failures = uint64(r.Failures)
@@ -155,7 +171,7 @@ func (s *Store) doneTTL() time.Duration { return s.retention }
 // read back from the leader: done with our fence means it landed; our claim
 // at a newer revision (a renewal that landed unseen) is written over.
 func (s *Store) markDone(ctx context.Context, j *job, rev uint64) error {
-	val := j.value(StateDone, s.worker).encode()
+	val := s.doneValue(j)
 	last := ctx.Err()
 	for ctx.Err() == nil {
 		actx, cancel := context.WithTimeout(ctx, writeAttempt)
@@ -215,8 +231,14 @@ func (s *Store) release(ctx context.Context, j *job, rev uint64) {
 // corrupt record), kept for the retention: the reason, the count of
 // failures, and whether the message failed for good.
 func (s *Store) keepFailed(ctx context.Context, j *job, rev uint64, reason string, failures uint64, final bool) error {
+	_, err := s.publish(ctx, j.kvKey, s.failedValue(j, reason, failures, final).encode(), rev, s.doneTTL())
+	return err
+}
+
+// failedValue is j's failed record (kept for the retention, which it names).
+func (s *Store) failedValue(j *job, reason string, failures uint64, final bool) value {
 	v := j.value(StateFailed, s.worker)
 	v.Reason, v.Failures, v.Final = reason, failures, final
-	_, err := s.publish(ctx, j.kvKey, v.encode(), rev, s.doneTTL())
-	return err
+	v.Retention = int64(s.doneTTL() / time.Second)
+	return v
 }

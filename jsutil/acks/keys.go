@@ -19,10 +19,14 @@ import (
 // A scope is one or more tokens joined by '.'; the dedup token is always
 // the last token of a record key, so "r.<scope>.*" lists exactly the
 // records of one scope (and not those of a longer scope that starts with
-// the same tokens). The dedup token is "h" + KeyToken(header value) for a
-// key taken from the key header, "g" + the hex SHA-256 of a header value
-// whose token would be longer than maxKeyToken (the value itself is then
-// kept in the record), or "s" + the stream sequence.
+// the same tokens). The dedup token is a letter for where the key came
+// from followed by KeyToken(key): "h" a header, "j" a JSON field, "u" the
+// subject or one of its tokens, "p" several parts joined (JoinKeyParts), "f"
+// a KeyFunc; or "s" + the stream sequence. A key whose token would be longer
+// than maxKeyToken is replaced by "g" + the hex SHA-256 of the key (header
+// keys, as earlier versions wrote them) or "g" + the letter + that hash (the
+// key itself is then kept in the record). Header and sequence keys are the
+// same as in earlier versions, so their records keep matching.
 const (
 	recordPrefix = "r."
 	floorPrefix  = "f."
@@ -35,7 +39,29 @@ type KeyKind string
 const (
 	KeyFromHeader   KeyKind = "header"
 	KeyFromSequence KeyKind = "sequence"
+	KeyFromJSON     KeyKind = "json"
+	KeyFromSubject  KeyKind = "subject"
+	// KeyFromParts: a key of several parts (several key specs).
+	KeyFromParts KeyKind = "parts"
+	// KeyFromFunc: a key from a KeyFunc.
+	KeyFromFunc KeyKind = "func"
 )
+
+// KeyKinds lists the kinds of value keys (all but KeyFromSequence), in the
+// order a lookup by key tries them.
+var KeyKinds = []KeyKind{KeyFromHeader, KeyFromJSON, KeyFromSubject, KeyFromParts, KeyFromFunc}
+
+// kindLetters are the first letters of dedup tokens.
+var kindLetters = map[KeyKind]byte{KeyFromHeader: 'h', KeyFromJSON: 'j', KeyFromSubject: 'u', KeyFromParts: 'p', KeyFromFunc: 'f'}
+
+func letterKind(c byte) (KeyKind, bool) {
+	for k, l := range kindLetters {
+		if l == c {
+			return k, true
+		}
+	}
+	return "", false
+}
 
 // DefaultScope is the scope of a consumer that does not share its records:
 // "STREAM.CONSUMER", each part encoded with jsutil.KeyToken.
@@ -87,20 +113,25 @@ const maxKeyToken = 200
 
 // dedupToken is the last token of a record key.
 func dedupToken(kind KeyKind, key string) string {
+	letter, ok := kindLetters[kind]
+	if !ok {
+		return "s" + key
+	}
+	if tok := jsutil.KeyToken(key); len(tok) <= maxKeyToken {
+		return string(letter) + tok
+	}
+	h := sha256.Sum256([]byte(key))
 	if kind == KeyFromHeader {
-		if tok := jsutil.KeyToken(key); len(tok) <= maxKeyToken {
-			return "h" + tok
-		}
-		h := sha256.Sum256([]byte(key))
 		return "g" + hex.EncodeToString(h[:])
 	}
-	return "s" + key
+	return "g" + string(letter) + hex.EncodeToString(h[:])
 }
 
 // hashedKey reports whether key's record key holds a hash of it (so the
 // record must keep the key itself).
 func hashedKey(kind KeyKind, key string) bool {
-	return kind == KeyFromHeader && len(jsutil.KeyToken(key)) > maxKeyToken
+	_, value := kindLetters[kind]
+	return value && len(jsutil.KeyToken(key)) > maxKeyToken
 }
 
 // parseDedupToken reverses dedupToken.
@@ -109,16 +140,22 @@ func parseDedupToken(tok string) (KeyKind, string, bool) {
 		return "", "", false
 	}
 	switch tok[0] {
-	case 'h':
-		v, err := jsutil.KeyTokenDecode(tok[1:])
-		return KeyFromHeader, v, err == nil
-	case 'g':
-		return KeyFromHeader, "", len(tok) == 65 // the key is in the record's value
+	case 'g': // the key is in the record's value
+		if len(tok) == 65 {
+			return KeyFromHeader, "", true
+		}
+		kind, ok := letterKind(tok[1])
+		return kind, "", ok && len(tok) == 66
 	case 's':
 		_, err := strconv.ParseUint(tok[1:], 10, 64)
 		return KeyFromSequence, tok[1:], err == nil
 	}
-	return "", "", false
+	kind, ok := letterKind(tok[0])
+	if !ok {
+		return "", "", false
+	}
+	v, err := jsutil.KeyTokenDecode(tok[1:])
+	return kind, v, err == nil
 }
 
 func recordKey(scope string, kind KeyKind, key string) string {

@@ -106,7 +106,7 @@ func (ls *leases) hold(ctx context.Context, jobs []*job) (context.Context, *leas
 	hctx, cancel := context.WithCancel(ctx)
 	set := &leaseSet{cancel: cancel}
 	for _, j := range jobs {
-		if j.d.Idempotent {
+		if j.d.Idempotent && !j.noClaim {
 			set.claims = append(set.claims, &held{j: j, rev: j.cl.rev, sent: j.cl.sent})
 		}
 	}

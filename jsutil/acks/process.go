@@ -45,8 +45,11 @@ type Delivery struct {
 	Time       time.Time
 	Deliveries uint64
 	Scope      string
-	Key        string // the dedup key (header value or sequence)
+	Key        string // the dedup key (see WithKey)
 	KeyFrom    KeyKind
+	// KeySpec names what produced Key: a key spec ("header:Nats-Msg-Id",
+	// "json:order.id", specs joined with " + "), a KeyFunc's name, or "seq".
+	KeySpec string
 	// Fence is the claim's KV revision: a fencing token that grows with
 	// every new claim of any key in the bucket. Downstream systems can
 	// refuse writes carrying a lower token than one already seen. It is 0
@@ -55,6 +58,20 @@ type Delivery struct {
 	// Idempotent is false for messages outside the idempotent subjects,
 	// processed at least once without a record.
 	Idempotent bool
+	// Duplicate: the key is done and the handler runs anyway
+	// (WithOnDuplicate(DuplicateRun), or a mismatch with MismatchRun), with
+	// no claim (Fence is 0) and no record written. DuplicateOf is the
+	// stream sequence the done record was made for and DuplicateTime when
+	// it was written (the message's own sequence and a zero time when only
+	// the consumer's floor knew it was done). Mismatch: the done record was
+	// made for a different payload.
+	Duplicate     bool
+	DuplicateOf   uint64
+	DuplicateTime time.Time
+	Mismatch      bool
+	// Retry: a run of Store.Retry on a message fetched from the stream (no
+	// consumer delivered it).
+	Retry bool
 }
 
 // Handler processes one message. A nil error marks it done; an error has it
@@ -63,16 +80,20 @@ type Handler func(ctx context.Context, d Delivery) error
 
 // Result says what happened to one message.
 type Result struct {
-	Action     Action        `json:"action"`
-	Stream     string        `json:"stream"`
-	Consumer   string        `json:"consumer"`
-	Seq        uint64        `json:"seq"`
-	Subject    string        `json:"subject"`
-	Time       time.Time     `json:"time"`
-	Deliveries uint64        `json:"deliveries"`
-	Scope      string        `json:"scope,omitempty"`
-	Key        string        `json:"key"`
-	KeyFrom    KeyKind       `json:"key_from,omitempty"`
+	Action     Action    `json:"action"`
+	Stream     string    `json:"stream"`
+	Consumer   string    `json:"consumer"`
+	Seq        uint64    `json:"seq"`
+	Subject    string    `json:"subject"`
+	Time       time.Time `json:"time"`
+	Deliveries uint64    `json:"deliveries"`
+	Scope      string    `json:"scope,omitempty"`
+	Key        string    `json:"key"`
+	KeyFrom    KeyKind   `json:"key_from,omitempty"`
+	KeySpec    string    `json:"key_spec,omitempty"`
+	// KeyMissing says why the message has no key of the configured specs:
+	// it was keyed by its sequence (or failed with WithKeyRequired).
+	KeyMissing string        `json:"key_missing,omitempty"`
 	Idempotent bool          `json:"idempotent"`
 	Fence      uint64        `json:"fence,omitempty"`
 	Duration   time.Duration `json:"-"`
@@ -99,6 +120,17 @@ type Result struct {
 	Failures uint64 `json:"failures,omitempty"`
 	// FloorCorrupt says why the consumer's floor was ignored, when it was.
 	FloorCorrupt string `json:"floor_corrupt,omitempty"`
+	// DuplicateRun: the handler ran on a duplicate (see
+	// Delivery.Duplicate); RecordSeq is the done record's sequence.
+	DuplicateRun bool `json:"duplicate_run,omitempty"`
+	// DeadLetterStream and DeadLetterSeq: the message failed for good and
+	// was published to the dead-letter subject as this message (now, or by
+	// an earlier delivery).
+	DeadLetterStream string `json:"dead_letter_stream,omitempty"`
+	DeadLetterSeq    uint64 `json:"dead_letter_seq,omitempty"`
+	// DeadLettered: this delivery published the dead letter (or found it
+	// published by a run that stopped before recording it).
+	DeadLettered bool `json:"dead_lettered,omitempty"`
 	// Err is why the message failed (or a failed acknowledgment).
 	Err error `json:"-"`
 }
@@ -147,6 +179,7 @@ func (s *Store) Process(ctx context.Context, msg jetstream.Msg, handler Handler,
 	if err != nil {
 		return j.res, err
 	}
+	s.watchLastDelivery(ctx, j, &c)
 	if s.admit(ctx, j, &c, freshFloor{s}) {
 		ls := s.newLeases(c.lease)
 		hctx, set := ls.hold(ctx, []*job{j})
@@ -194,29 +227,73 @@ func (s *Store) admitClaimed(ctx context.Context, j *job, c *processConfig, fl f
 		j.res.Action, j.res.Retry = Busy, s.busyDelay(c, dup.LeaseExpires)
 		_ = j.msg.NakWithDelay(j.res.Retry)
 		return false
-	case dup != nil:
-		j.res.Action, j.res.RecordSeq, j.res.Mismatch = Duplicate, dup.Seq, dup.Hash != j.hash
-		j.res.Err = ackErr(j.msg.Ack(), j.d)
+	case dup != nil && dup.State == StateFailed:
+		s.deadLettered(ctx, j, c, dup) // claimRecord takes over other failed records
 		return false
+	case dup != nil:
+		return s.duplicate(ctx, j, c, dup)
 	}
 	j.d.Fence, j.res.Fence = j.cl.fence, j.cl.fence
-	if j.cl.tookOver {
-		return true // a failed record: run again, whatever the floor says
-	}
-	covered, why, err := fl.covered(ctx, j)
-	j.res.FloorCorrupt = why
-	if err != nil || covered {
-		actx, cancel := after(ctx, c)
-		defer cancel()
-		s.release(actx, j, j.cl.rev)
-		if err != nil {
-			s.recordTrouble(ctx, j, c, err)
-			return false
+	if !j.cl.tookOver { // a failed record: run again, whatever the floor says
+		covered, why, err := fl.covered(ctx, j)
+		j.res.FloorCorrupt = why
+		if err != nil || covered {
+			actx, cancel := after(ctx, c)
+			defer cancel()
+			s.release(actx, j, j.cl.rev)
+			if err != nil {
+				s.recordTrouble(ctx, j, c, err)
+				return false
+			}
+			// Done before, its record compacted or expired.
+			j.res.BelowFloor = true
+			return s.duplicate(ctx, j, c, nil)
 		}
-		// Done before, its record compacted or expired.
-		j.res.Action, j.res.BelowFloor = Duplicate, true
-		j.res.Err = ackErr(j.msg.Ack(), j.d)
+	}
+	if j.keyMissing != "" && c.keyRequired {
+		reason := "no key: " + j.keyMissing + " (a key is required)"
+		j.res.Action, j.res.Err = Failed, jsutil.Errorf(jsutil.ErrBadInput, "message %d of stream %q has %s", j.d.Seq, j.d.Stream, reason)
+		if !s.failForGood(ctx, j, c, j.cl.rev, reason, j.failures+1) {
+			j.res.Retry = backoff(c.retryDelay, j.d.Deliveries)
+			_ = j.msg.NakWithDelay(j.res.Retry)
+		}
 		return false
+	}
+	return true
+}
+
+// duplicate handles a message whose key is done (dup; nil when the
+// consumer's floor covers it) as the duplicate and mismatch policies say:
+// ack it without running the handler, run the handler anyway (returning
+// true: no claim is held and no record will be written), or fail it for
+// good (MismatchFail).
+func (s *Store) duplicate(ctx context.Context, j *job, c *processConfig, dup *Record) bool {
+	j.res.Action = Duplicate
+	run := c.onDuplicate == DuplicateRun
+	if dup != nil {
+		j.res.RecordSeq, j.res.Mismatch = dup.Seq, dup.Hash != j.hash
+		if j.res.Mismatch {
+			switch c.onMismatch {
+			case MismatchRun:
+				run = true
+			case MismatchFail:
+				reason := fmt.Sprintf("key %q was done for message %d with a different payload", j.d.Key, dup.Seq)
+				j.res.Action, j.res.Err = Failed, jsutil.Errorf(jsutil.ErrConflict, "message %d of stream %q: %s", j.d.Seq, j.d.Stream, reason)
+				s.failWithoutRecord(ctx, j, c, reason)
+				return false
+			}
+		}
+	}
+	if !run {
+		j.res.Err = ackErr(j.msg.Ack(), j.d)
+		s.dropWatch(ctx, j)
+		return false
+	}
+	j.noClaim, j.res.DuplicateRun = true, true
+	j.d.Duplicate, j.d.Mismatch, j.d.DuplicateOf = true, j.res.Mismatch, j.d.Seq
+	j.d.Fence, j.res.Fence = 0, 0
+	if dup != nil {
+		j.d.DuplicateOf, j.d.DuplicateTime = dup.Seq, dup.Time
 	}
 	return true
 }
@@ -231,10 +308,7 @@ func (s *Store) recordTrouble(ctx context.Context, j *job, c *processConfig, err
 	j.res.Action, j.res.Err, j.res.CannotRun = Failed, err, true
 	var ce *errCorrupt
 	if errors.As(err, &ce) && c.final(j.d.Deliveries, c.maxCannotRun) {
-		actx, cancel := after(ctx, c)
-		defer cancel()
-		if s.keepFailed(actx, j, ce.rev, "the ack record was corrupt: "+err.Error(), j.d.Deliveries, true) == nil {
-			s.terminate(j, "corrupt ack record")
+		if s.failForGood(ctx, j, c, ce.rev, "the ack record was corrupt: "+err.Error(), j.d.Deliveries) {
 			return
 		}
 	}
@@ -247,10 +321,11 @@ func (s *Store) recordTrouble(ctx context.Context, j *job, c *processConfig, err
 // message is redelivered after a delay that doubles with each failure. When
 // the count reaches WithMaxFailures (WithMaxCannotRun for a CannotRun
 // error), or the consumer will not deliver the message again (MaxDeliver),
-// the failed record is final and the message is terminated. A failed
-// record is never skipped: the next delivery takes it over and runs again.
-// (A message outside the idempotent subjects has no record: its count is
-// its delivery count.)
+// the message failed for good (failForGood: a final failed record, the
+// dead letter, the terminate). A failed record is never skipped: the next
+// delivery takes it over and runs again. (A message outside the idempotent
+// subjects, or a duplicate run, has no record: its count is its delivery
+// count.)
 func (s *Store) handlerFailed(ctx context.Context, j *job, c *processConfig, herr error) {
 	j.res.Action, j.res.Err = Failed, herr
 	bound, base := c.maxFailures, c.retryDelay
@@ -261,20 +336,26 @@ func (s *Store) handlerFailed(ctx context.Context, j *job, c *processConfig, her
 			bound = min(bound, c.maxFailures)
 		}
 	}
+	recorded := j.d.Idempotent && !j.noClaim
 	n := j.d.Deliveries
-	if j.d.Idempotent {
+	if recorded {
 		n = j.failures + 1
 	}
-	final := (c.maxDeliver > 0 && j.d.Deliveries >= uint64(c.maxDeliver)) || (bound > 0 && n >= uint64(bound))
-	actx, cancel := after(ctx, c)
-	defer cancel()
-	if j.d.Idempotent && s.keepFailed(actx, j, j.cl.rev, herr.Error(), n, final) != nil {
-		final = false // not recorded: never terminate without a record
-	}
+	final := j.d.Retry || (c.maxDeliver > 0 && j.d.Deliveries >= uint64(c.maxDeliver)) || (bound > 0 && n >= uint64(bound))
 	j.res.Failures = n
-	if final {
-		s.terminate(j, herr.Error())
-		return
+	switch {
+	case final && recorded:
+		if s.failForGood(ctx, j, c, j.cl.rev, herr.Error(), n) {
+			return
+		}
+	case final:
+		if s.failWithoutRecord(ctx, j, c, herr.Error()) {
+			return
+		}
+	case recorded:
+		actx, cancel := after(ctx, c)
+		defer cancel()
+		_ = s.keepFailed(actx, j, j.cl.rev, herr.Error(), n, false)
 	}
 	j.res.Retry = backoff(base, n)
 	_ = j.msg.NakWithDelay(j.res.Retry)
@@ -302,7 +383,7 @@ func (s *Store) leaseLost(j *job, c *processConfig) {
 // finishDone marks the record done, then acks the message (a plain ack: a
 // lost ack only causes a redelivery, which the done record catches).
 func (s *Store) finishDone(ctx context.Context, j *job, c *processConfig) {
-	if !j.d.Idempotent {
+	if !j.d.Idempotent || j.noClaim {
 		j.res.Action = Processed
 		j.res.Err = ackErr(j.msg.Ack(), j.d)
 		return
@@ -317,6 +398,7 @@ func (s *Store) finishDone(ctx context.Context, j *job, c *processConfig) {
 	}
 	j.res.Action = Processed
 	j.res.Err = ackErr(j.msg.Ack(), j.d)
+	s.dropWatch(ctx, j)
 }
 
 // keepKey is the dedup key to store in the record's value: only when the

@@ -70,6 +70,15 @@ type Record struct {
 	// KeySpec names what produced the dedup key (a key spec such as
 	// "header:Nats-Msg-Id" or "json:order.id"; "seq" for the sequence).
 	KeySpec string `json:"key_spec,omitempty"`
+	// Retention is how long a done or failed record is kept from Time,
+	// and Expires when the server removes it (the retention capped by the
+	// bucket's max age; zero when the record does not say: earlier
+	// versions, and claims, whose lease is LeaseExpires).
+	Retention time.Duration `json:"retention,omitempty"`
+	Expires   time.Time     `json:"expires,omitzero"`
+	// DeadLetter says where a message that failed for good was published
+	// (see WithDeadLetter); nil for other records.
+	DeadLetter *DeadLetterRef `json:"dead_letter,omitempty"`
 	// Size is the number of bytes of the stored value.
 	Size int `json:"size"`
 }
@@ -88,6 +97,26 @@ type value struct {
 	Failures   uint64 `json:"n,omitempty"`  // a failed record's count of failures
 	Final      bool   `json:"t,omitempty"`  // a failed record of a message that failed for good
 	Spec       string `json:"ks,omitempty"` // the key spec that produced the key
+	Retention  int64  `json:"rt,omitempty"` // a done or failed record's retention, seconds
+	// A dead letter (failed records): its subject and message ID, and,
+	// once published, its stream and sequence.
+	DLSubject string `json:"ls,omitempty"`
+	DLID      string `json:"li,omitempty"`
+	DLStream  string `json:"lt,omitempty"`
+	DLSeq     uint64 `json:"lq,omitempty"`
+}
+
+// DeadLetterRef is where a message that failed for good was dead-lettered.
+type DeadLetterRef struct {
+	Subject string `json:"subject"`
+	// ID is the dead letter's Nats-Msg-Id.
+	ID string `json:"id"`
+	// Pending: the dead letter may not be published yet (the run writing
+	// it stopped); the next delivery of the message, or the next run of
+	// Consume on the scope, publishes it under the same ID.
+	Pending bool   `json:"pending"`
+	Stream  string `json:"stream,omitempty"`
+	Seq     uint64 `json:"seq,omitempty"`
 }
 
 func (v value) encode() []byte {
@@ -128,6 +157,13 @@ func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64,
 	}
 	if v.Expires != 0 {
 		r.LeaseExpires = time.Unix(0, v.Expires)
+	}
+	if v.Retention > 0 {
+		r.Retention = time.Duration(v.Retention) * time.Second
+		r.Expires = t.Add(r.Retention)
+	}
+	if v.DLSubject != "" {
+		r.DeadLetter = &DeadLetterRef{Subject: v.DLSubject, ID: v.DLID, Pending: v.DLSeq == 0, Stream: v.DLStream, Seq: v.DLSeq}
 	}
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
@@ -135,8 +136,93 @@ type ScopeStats struct {
 	CorruptFloors int `json:"corrupt_floors"`
 	// Compactable counts done records every floor covers.
 	Compactable int `json:"compactable"`
-	// Retention is how long done and failed records are kept.
-	RetentionNS int64 `json:"retention_ns"`
+	// RetentionNS is how long done and failed records are kept: the
+	// retention the scope's newest record (or floor) was written with,
+	// capped by the bucket's max age (MaxAgeNS, 0: none). RetentionFrom
+	// says where it came from: "records", or "default" when neither says
+	// (earlier versions wrote none): then it is this store's retention.
+	RetentionNS   int64  `json:"retention_ns"`
+	RetentionFrom string `json:"retention_from"`
+	MaxAgeNS      int64  `json:"max_age_ns"`
+	// DeadLettered counts failed records whose message was dead-lettered;
+	// DeadLetterPending those whose dead letter is not yet published.
+	DeadLettered      int `json:"dead_lettered"`
+	DeadLetterPending int `json:"dead_letter_pending"`
+}
+
+// retentionTracker finds the retention of a scope's newest record or floor
+// (a floor keeps the retention of its consumer's last run, and outlives
+// the records).
+type retentionTracker struct {
+	newest time.Time
+	ret    time.Duration
+}
+
+func (t *retentionTracker) add(r Record) { t.note(r.Time, r.Retention) }
+
+func (t *retentionTracker) floors(fs []Floor) {
+	for _, f := range fs {
+		t.note(f.Updated, f.Retention)
+	}
+}
+
+func (t *retentionTracker) note(at time.Time, ret time.Duration) {
+	if ret > 0 && !at.Before(t.newest) {
+		t.newest, t.ret = at, ret
+	}
+}
+
+// effective is the retention in effect and where it came from.
+func (s *Store) effective(t retentionTracker) (time.Duration, string) {
+	ret, from := t.ret, "records"
+	if ret == 0 {
+		ret, from = s.retention, "default"
+	}
+	if s.maxAge > 0 && s.maxAge < ret {
+		ret = s.maxAge
+	}
+	return ret, from
+}
+
+// RangeInfo is what RangeRecords found.
+type RangeInfo struct {
+	// Records counts the scope's records for stream sequences in the range.
+	Records int
+	// Retention is the retention in effect in the scope (see ScopeStats);
+	// RetentionKnown is false when no record of the scope says it.
+	Retention      time.Duration
+	RetentionKnown bool
+}
+
+// RangeRecords counts the records of scope whose stream sequence is in
+// [from, to] (any state), and finds the retention in effect in the scope,
+// in one pass over its records. An unknown scope has none.
+func (s *Store) RangeRecords(ctx context.Context, scope string, from, to uint64) (RangeInfo, error) {
+	var info RangeInfo
+	if err := CheckScope(scope); err != nil {
+		return info, err
+	}
+	var t retentionTracker
+	floors, err := s.Floors(ctx, scope)
+	if err != nil {
+		return info, err
+	}
+	t.floors(floors)
+	f := Filter{FromSeq: from, ToSeq: to}
+	err = s.scanRecords(ctx, scope, func(r Record) error {
+		t.add(r)
+		if f.match(r) {
+			info.Records++
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return info, fmt.Errorf("count ack records of scope %q: %w", ScopeDisplay(scope), err)
+	}
+	var from2 string
+	info.Retention, from2 = s.effective(t)
+	info.RetentionKnown = from2 == "records"
+	return info, nil
 }
 
 // Scopes lists the scopes that have records or a floor.
@@ -164,7 +250,8 @@ func (s *Store) Scopes(ctx context.Context) ([]string, error) {
 // Stats summarises scope's records and floors; an unknown scope is an
 // error wrapping jsutil.ErrNotFound.
 func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
-	st := ScopeStats{Scope: ScopeDisplay(scope), RetentionNS: int64(s.Retention())}
+	st := ScopeStats{Scope: ScopeDisplay(scope), MaxAgeNS: int64(s.maxAge)}
+	var rt retentionTracker
 	if err := CheckScope(scope); err != nil {
 		return st, err
 	}
@@ -173,6 +260,7 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 		return st, err
 	}
 	st.Floors = floors
+	rt.floors(floors)
 	if st.Floors == nil {
 		st.Floors = []Floor{}
 	}
@@ -185,6 +273,13 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 	err = s.scanRecords(ctx, scope, func(r Record) error {
 		st.Records++
 		st.Bytes += r.Size
+		rt.add(r)
+		if r.DeadLetter != nil {
+			st.DeadLettered++
+			if r.DeadLetter.Pending {
+				st.DeadLetterPending++
+			}
+		}
 		switch r.State {
 		case StateClaim:
 			st.Claims++
@@ -205,6 +300,8 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 	if err != nil {
 		return st, err
 	}
+	ret, from := s.effective(rt)
+	st.RetentionNS, st.RetentionFrom = int64(ret), from
 	if st.Records == 0 && len(floors) == 0 {
 		return st, s.unknownScope(scope)
 	}

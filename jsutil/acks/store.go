@@ -245,7 +245,11 @@ func (s *Store) valueRecord(kvKey string, val []byte, rev uint64, created time.T
 	if err != nil {
 		return Record{}, err
 	}
-	return v.record(scope, kind, key, kvKey, rev, created, len(val)), nil
+	r := v.record(scope, kind, key, kvKey, rev, created, len(val))
+	if s.maxAge > 0 && r.Retention > s.maxAge {
+		r.Expires = created.Add(s.maxAge)
+	}
+	return r, nil
 }
 
 // scan calls fn for every live entry whose key matches filter (a KV key
@@ -380,8 +384,14 @@ func (s *Store) Forget(ctx context.Context, recs []Record) (int, error) {
 }
 
 func (s *Store) forget(ctx context.Context, recs []Record) (int, error) {
+	watches := s.watchesOf(ctx, recs)
 	n := 0
 	for _, r := range recs {
+		if wk := watchKey(r.KVKey); watches[wk] {
+			// A forgotten message runs again when redelivered: its
+			// dead-letter watch must not make a sweep dead-letter it.
+			_ = s.kv.Purge(ctx, wk, jetstream.PurgeTTL(s.markerTTL))
+		}
 		rev := r.Revision
 		for attempt := 0; ; attempt++ {
 			err := s.purge(ctx, r.KVKey, rev)
@@ -403,6 +413,23 @@ func (s *Store) forget(ctx context.Context, recs []Record) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// watchesOf lists the dead-letter watches of the scopes of recs (there are
+// few: one per message on its last delivery with a dead-letter subject).
+func (s *Store) watchesOf(ctx context.Context, recs []Record) map[string]bool {
+	out := map[string]bool{}
+	scopes := map[string]bool{}
+	for _, r := range recs {
+		if r.Scope != "" && !scopes[r.Scope] {
+			scopes[r.Scope] = true
+			_ = s.scan(ctx, watchPrefix+r.Scope+".*", func(e jetstream.KeyValueEntry) error {
+				out[e.Key()] = true
+				return nil
+			}, jetstream.MetaOnly())
+		}
+	}
+	return out
 }
 
 // purge deletes kvKey if its revision is still rev; the marker it leaves

@@ -3,6 +3,8 @@ package reset
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
@@ -50,13 +52,29 @@ func (p *planner) countAcks(ctx context.Context, c *Change) error {
 	if err != nil || s == nil {
 		return err
 	}
-	n, err := s.CountRange(ctx, scope, from, to)
+	info, err := s.RangeRecords(ctx, scope, from, to)
 	if err != nil {
 		return jsutil.Wrap(err, "reset consumer %q on %q", c.Consumer, c.Stream)
 	}
+	n := info.Records
 	c.AckRecordsInRange = n
 	if n > 0 && !p.opts.ForgetAcks {
 		c.warn("%d ack records in the replayed range will make the replay skip those messages; pass --forget-acks to run them again", n)
+	}
+	// A rewind past the retention: the records of the older messages of
+	// the range have expired. How many is known when the scope is the
+	// consumer's own (a shared scope holds other consumers' records too).
+	if c.To.Time != nil && p.opts.Now().Sub(*c.To.Time) > info.Retention {
+		age := p.opts.Now().Sub(*c.To.Time)
+		w := fmt.Sprintf("ack records are kept %v and the replay starts at a message stored %v ago: records of messages handled more than %v ago have expired",
+			info.Retention, age.Round(time.Second), info.Retention)
+		if scope == acks.DefaultScope(c.Stream, c.Consumer) && c.Redeliver >= uint64(n) {
+			w += fmt.Sprintf(" (%d of the %d messages in the range have no record)", c.Redeliver-uint64(n), c.Redeliver)
+		}
+		if !p.opts.ForgetAcks {
+			w += "; the replay still skips those its consumer's floor covers"
+		}
+		c.warn("%s", w)
 	}
 	return nil
 }

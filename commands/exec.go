@@ -19,12 +19,18 @@ import (
 	"github.com/jsctl/jsctl/jsutil/acks"
 )
 
+// execHandler runs a user's command (--exec) as the handler of consume and
+// acks retry: once per message, or once per batch.
+type execHandler struct {
+	cmd string
+}
+
 // command builds `sh -c CMD` for one message or batch. It runs in its own
 // process group, so a terminal's Ctrl-C reaches only jsctl, which lets it
 // finish; a lost lease (or the drain timeout) stops it with SIGTERM, then
 // SIGKILL.
-func (c *ConsumeCmd) command(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, env ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "sh", "-c", c.Exec)
+func (c execHandler) command(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "sh", "-c", c.cmd)
 	cmd.Stdin = stdin
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -37,20 +43,33 @@ func (c *ConsumeCmd) command(ctx context.Context, stdin io.Reader, stdout, stder
 // runExec runs --exec for one message. A command that cannot be started
 // (its environment too large for the system, say) is not the command's own
 // failure: acks.CannotRun has the message back off and end after a bound.
-func (c *ConsumeCmd) runExec(ctx context.Context, d acks.Delivery, out io.Writer) error {
-	cmd := c.command(ctx, bytes.NewReader(d.Msg.Data()), out, out,
-		"JSCTL_STREAM="+d.Stream,
-		"JSCTL_CONSUMER="+d.Consumer,
-		"JSCTL_SEQ="+strconv.FormatUint(d.Seq, 10),
-		"JSCTL_SUBJECT="+Escape(d.Subject),
-		"JSCTL_TIME="+JSONTime(d.Time),
-		"JSCTL_KEY="+Escape(d.Key),
-		"JSCTL_KEY_B64="+base64.StdEncoding.EncodeToString([]byte(d.Key)),
-		"JSCTL_FENCE="+strconv.FormatUint(d.Fence, 10),
-		"JSCTL_DELIVERIES="+strconv.FormatUint(d.Deliveries, 10),
-		"JSCTL_SCOPE="+acks.ScopeDisplay(d.Scope),
-	)
-	return exitErr(cmd.Run())
+func (c execHandler) runExec(ctx context.Context, d acks.Delivery, out io.Writer) error {
+	env := []string{
+		"JSCTL_STREAM=" + d.Stream,
+		"JSCTL_CONSUMER=" + d.Consumer,
+		"JSCTL_SEQ=" + strconv.FormatUint(d.Seq, 10),
+		"JSCTL_SUBJECT=" + Escape(d.Subject),
+		"JSCTL_TIME=" + JSONTime(d.Time),
+		"JSCTL_KEY=" + Escape(d.Key),
+		"JSCTL_KEY_B64=" + base64.StdEncoding.EncodeToString([]byte(d.Key)),
+		"JSCTL_KEY_SPEC=" + Escape(d.KeySpec),
+		"JSCTL_FENCE=" + strconv.FormatUint(d.Fence, 10),
+		"JSCTL_DELIVERIES=" + strconv.FormatUint(d.Deliveries, 10),
+		"JSCTL_SCOPE=" + acks.ScopeDisplay(d.Scope),
+	}
+	if d.Duplicate {
+		env = append(env, "JSCTL_DUPLICATE=1", "JSCTL_DUPLICATE_SEQ="+strconv.FormatUint(d.DuplicateOf, 10))
+		if !d.DuplicateTime.IsZero() {
+			env = append(env, "JSCTL_DUPLICATE_TIME="+JSONTime(d.DuplicateTime))
+		}
+	}
+	if d.Mismatch {
+		env = append(env, "JSCTL_MISMATCH=1")
+	}
+	if d.Retry {
+		env = append(env, "JSCTL_RETRY=1")
+	}
+	return exitErr(c.command(ctx, bytes.NewReader(d.Msg.Data()), out, out, env...).Run())
 }
 
 // exitErr turns a command's outcome into the handler's error.
@@ -74,11 +93,18 @@ type batchLineJSON struct {
 	Time         string              `json:"time"`
 	Key          string              `json:"key"`
 	KeyB64       string              `json:"key_b64"`
+	KeySpec      string              `json:"key_spec"`
 	Fence        uint64              `json:"fence"`
 	Deliveries   uint64              `json:"deliveries"`
 	Headers      map[string][]string `json:"headers"`
 	Data         string              `json:"data"`
 	DataEncoding string              `json:"data_encoding"`
+	// A duplicate run (--on-duplicate run, --on-mismatch run) and a retry.
+	Duplicate     bool   `json:"duplicate,omitempty"`
+	DuplicateSeq  uint64 `json:"duplicate_seq,omitempty"`
+	DuplicateTime string `json:"duplicate_time,omitempty"`
+	Mismatch      bool   `json:"mismatch,omitempty"`
+	Retry         bool   `json:"retry,omitempty"`
 }
 
 // batchResultJSON is a result line a batch command may print.
@@ -90,7 +116,7 @@ type batchResultJSON struct {
 
 // runBatch runs --exec once for a batch: NDJSON on stdin, result lines (if
 // any) read from stdout; other output goes to jsctl's standard error.
-func (c *ConsumeCmd) runBatch(ctx context.Context, ds []acks.Delivery, out io.Writer) ([]error, error) {
+func (c execHandler) runBatch(ctx context.Context, ds []acks.Delivery, out io.Writer) ([]error, error) {
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
 	enc.SetEscapeHTML(false)
@@ -172,8 +198,15 @@ func resultLine(b []byte) (uint64, error, bool) {
 func batchLineOf(d acks.Delivery) batchLineJSON {
 	l := batchLineJSON{
 		Stream: d.Stream, Consumer: d.Consumer, Seq: d.Seq, Subject: d.Subject, Time: JSONTime(d.Time),
-		Key: Escape(d.Key), KeyB64: base64.StdEncoding.EncodeToString([]byte(d.Key)), Fence: d.Fence,
+		Key: Escape(d.Key), KeyB64: base64.StdEncoding.EncodeToString([]byte(d.Key)), KeySpec: d.KeySpec, Fence: d.Fence,
 		Deliveries: d.Deliveries, Headers: map[string][]string(d.Msg.Headers()),
+		Duplicate: d.Duplicate, Mismatch: d.Mismatch, Retry: d.Retry,
+	}
+	if d.Duplicate {
+		l.DuplicateSeq = d.DuplicateOf
+		if !d.DuplicateTime.IsZero() {
+			l.DuplicateTime = JSONTime(d.DuplicateTime)
+		}
 	}
 	if l.Headers == nil {
 		l.Headers = map[string][]string{}
