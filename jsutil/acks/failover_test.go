@@ -111,6 +111,7 @@ func TestClusterLeaderChangeMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	addStream(t, js, "ORDERS", 3)
+	c.WaitForStreamLeader("ORDERS")
 	const n = 200
 	publish(t, js, "orders", 1, n)
 	ctx := testCtx(t, 90*time.Second)

@@ -175,6 +175,7 @@ func TestReplicated(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	s := mustStream(t, js0, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3.>"}, Replicas: 3})
+	c.WaitForStreamLeader("R3")
 	for i := 0; i < 40; i++ {
 		mustPub(t, js0, []string{"r3.a", "r3.b"}[i%3/2], "x")
 	}
