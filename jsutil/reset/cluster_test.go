@@ -30,6 +30,7 @@ func TestClusterR3(t *testing.T) {
 		t.Fatal(err)
 	}
 	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 3)
+	c.WaitForStreamLeader("ORDERS")
 	publish(t, js, "orders.eu", 20, 0)
 	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "billing", Description: "r3", MaxDeliver: 5})
 	waitLeaderOf(t, js, "ORDERS", "billing")
