@@ -54,10 +54,14 @@ import (
 // letter is published from the message as the stream holds it; a message
 // with no outcome (no record, or a failed one that is not final) and no
 // live claim, which its consumer will not deliver again (its ack floor
-// passed it, or nothing awaits an ack or redelivery), fails for good, dead-lettered, with the reason
-// saying so. The one crash this cannot cover: jsctl killed in the moment
-// between receiving each of a message's last two allowed deliveries and
-// writing its watch, with no run alive when the server gives up on it.
+// passed it, or nothing awaits an ack or redelivery), fails for good, with
+// the reason saying so: a final failed record, and a dead letter when the
+// watch names a subject. Watches are kept whether or not a dead-letter
+// subject is set: without the final failed record, the consumer's floor
+// would pass the message as handled. The one crash this cannot cover:
+// jsctl killed in the moment between receiving each of a message's last
+// two allowed deliveries and writing its watch, with no run alive when the
+// server gives up on it.
 //
 // What the duplicate window must cover: the longest time from a crash to
 // the next delivery or sweep of the message (the consumer's AckWait, or a
@@ -295,10 +299,13 @@ func watchKey(recordKey string) string {
 	return watchPrefix + strings.TrimPrefix(recordKey, recordPrefix)
 }
 
-// watchLastDelivery writes j's dead-letter watch when this is one of its
-// last two allowed deliveries (see the protocol above).
+// watchLastDelivery writes j's watch when this is one of its last two
+// allowed deliveries (see the protocol above). Watches are kept with or
+// without a dead-letter subject: a message the server gives up on without
+// an outcome must end with a final failed record, or its consumer's floor
+// would pass it as handled.
 func (s *Store) watchLastDelivery(ctx context.Context, j *job, c *processConfig) {
-	if c.deadLetter == "" || !j.d.Idempotent || j.d.Retry || c.maxDeliver <= 0 || j.d.Deliveries+1 < uint64(c.maxDeliver) {
+	if !j.d.Idempotent || j.d.Retry || c.maxDeliver <= 0 || j.d.Deliveries+1 < uint64(c.maxDeliver) {
 		return
 	}
 	b, _ := json.Marshal(watchValue{Stream: j.d.Stream, Consumer: j.d.Consumer, Seq: j.d.Seq, Subject: c.deadLetter,
@@ -392,7 +399,7 @@ func (s *Store) gaveUp(ctx context.Context, w watchValue, floors map[string]uint
 func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, lease time.Duration, floors map[string]uint64, sw *Sweep) {
 	drop := func() { _ = s.kv.Purge(ctx, key, jetstream.PurgeTTL(s.markerTTL)) }
 	var w watchValue
-	if json.Unmarshal(val, &w) != nil || w.Subject == "" || w.Seq == 0 {
+	if json.Unmarshal(val, &w) != nil || w.Seq == 0 {
 		drop()
 		return
 	}
@@ -453,6 +460,11 @@ func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, lea
 			return
 		}
 	}
+	if w.Subject == "" {
+		sw.Notes = append(sw.Notes, fmt.Sprintf("message %d of stream %q: its last allowed delivery ended without an outcome; a final failed record is kept", w.Seq, w.Stream))
+		drop()
+		return
+	}
 	sw.Published++
 	sw.Notes = append(sw.Notes, fmt.Sprintf("message %d of stream %q: its last allowed delivery ended without an outcome; dead-lettered as message %d of stream %q",
 		w.Seq, w.Stream, j.res.DeadLetterSeq, j.res.DeadLetterStream))
@@ -508,10 +520,11 @@ func (l *loop) checkDeadLetter(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// sweep finishes the dead letters of stopped workers in the scope (see
-// SweepDeadLetters); only a run with a dead-letter subject sweeps.
+// sweep finishes the messages stopped workers left on their last allowed
+// deliveries in the scope (see SweepDeadLetters). A consumer without a max
+// deliver has no last delivery: nothing to sweep.
 func (l *loop) sweep(ctx context.Context) {
-	if l.c.deadLetter == "" || ctx.Err() != nil {
+	if l.c.maxDeliver <= 0 || ctx.Err() != nil {
 		return
 	}
 	sw, err := l.s.SweepDeadLetters(ctx, l.c.scope, l.c.lease)
@@ -540,7 +553,7 @@ type maxDeliveriesAdvisory struct {
 // one went to a run that died before writing a watch. It returns a stop
 // function; without permission to subscribe it does nothing.
 func (l *loop) watchAdvisories() func() {
-	if l.c.deadLetter == "" || l.c.maxDeliver <= 0 {
+	if l.c.maxDeliver <= 0 {
 		return func() {}
 	}
 	subj := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + l.stream + "." + l.name

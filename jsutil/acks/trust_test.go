@@ -246,3 +246,42 @@ func TestShortLeaseRefusedOnReplicatedBucket(t *testing.T) {
 		t.Fatalf("a 5s lease on an R3 bucket: %v", err)
 	}
 }
+
+// A message whose last allowed delivery ends without an outcome (here every
+// delivery finds another worker's live claim) is given up on by the server,
+// which moves the consumer's ack floor past it. Without a dead-letter
+// subject it must still end with a final failed record: otherwise the
+// consumer's floor would pass it as handled, and a rewind would skip it.
+func TestGivenUpMessageIsNeverCoveredByTheFloor(t *testing.T) {
+	f := newFixture(t)
+	ctx := testCtx(t, 60*time.Second)
+	publish(t, f.js, "orders", 1, 3)
+	cons := addConsumer(t, f.js, "ORDERS", "c", 30*time.Second, func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 2 })
+	// Another worker's claim on message 2, with a lease of its own.
+	claim, _ := json.Marshal(map[string]any{"s": "claim", "q": 2, "w": "other:1", "x": time.Now().Add(3 * time.Second).UnixNano()})
+	if _, err := f.st.KV().Create(ctx, "r.ORDERS.c.s2", claim, jetstream.KeyTTL(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tl := newTally()
+	sum, err := f.st.Consume(ctx, cons, tl.handler(nil), acks.WithLease(2*time.Second), acks.WithBusyDelay(100*time.Millisecond), acks.WithIdle(8*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.snapshot()[2] != 0 {
+		t.Fatalf("message 2 ran while another worker held it: %v", tl.snapshot())
+	}
+	r, err := f.st.Get(ctx, "ORDERS.c", acks.KeyFromSequence, "2")
+	if err != nil || r.State != acks.StateFailed || !r.Final || !strings.Contains(r.Reason, "last allowed delivery ended without an outcome") {
+		t.Fatalf("message 2's record after the server gave up on it: %+v %v (summary %+v)", r, err, sum)
+	}
+	// A rewind runs it: its final failed record wins over the floor.
+	if _, err := f.js.ResetConsumerToSequence(ctx, "ORDERS", "c", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.Consume(ctx, cons, tl.handler(nil), acks.WithMaxMessages(3)); err != nil {
+		t.Fatal(err)
+	}
+	if runs := tl.snapshot(); runs[1] != 1 || runs[2] != 1 || runs[3] != 1 {
+		t.Fatalf("after the rewind: %v, want each message once", runs)
+	}
+}
