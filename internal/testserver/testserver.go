@@ -3,6 +3,7 @@
 package testserver
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"net"
@@ -246,6 +247,21 @@ func (c *Cluster) JetStream(opts ...nats.Option) jetstream.JetStream {
 		c.t.Fatalf("open jetstream: %v", err)
 	}
 	return js
+}
+
+// Publish publishes m, retrying for up to 10s while no server answers for
+// the stream: right after a replicated stream is created (or elects a
+// leader), the interest in its subjects may not have reached the node the
+// client is connected to, which then answers "no responders".
+func Publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg) (*jetstream.PubAck, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ack, err := js.PublishMsg(ctx, m)
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) || time.Now().After(deadline) || ctx.Err() != nil {
+			return ack, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Context returns a context that ends after d, or when the test ends.

@@ -68,7 +68,7 @@ func publish(t testing.TB, js jetstream.JetStream, subject string, from, n int, 
 			}
 			m.Header.Set(hdr[j], v)
 		}
-		if _, err := js.PublishMsg(ctx, m); err != nil {
+		if _, err := testserver.Publish(ctx, js, m); err != nil {
 			t.Fatal(err)
 		}
 	}

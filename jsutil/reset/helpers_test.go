@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -37,7 +38,7 @@ func publish(t testing.TB, js jetstream.JetStream, subject string, n int, gap ti
 		if i > 0 && gap > 0 {
 			time.Sleep(gap)
 		}
-		ack, err := js.Publish(testCtx(t), subject, fmt.Appendf(nil, "m%d", i+1))
+		ack, err := testserver.Publish(testCtx(t), js, &nats.Msg{Subject: subject, Data: fmt.Appendf(nil, "m%d", i+1)})
 		if err != nil {
 			t.Fatal(err)
 		}

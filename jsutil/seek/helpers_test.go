@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -28,7 +29,7 @@ func mustStream(t testing.TB, js jetstream.JetStream, cfg jetstream.StreamConfig
 
 func mustPub(t testing.TB, js jetstream.JetStream, subject, data string) uint64 {
 	t.Helper()
-	ack, err := js.Publish(testCtx(t), subject, []byte(data))
+	ack, err := testserver.Publish(testCtx(t), js, &nats.Msg{Subject: subject, Data: []byte(data)})
 	if err != nil {
 		t.Fatalf("publish %s: %v", subject, err)
 	}
