@@ -54,6 +54,8 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"consumer-set-ack-wait":   cmdConsumerSetAckWait,
 		"mask-who":                cmdMaskWho,
 		"consumer-intent":         cmdConsumerIntent,
+		"stream-purge":            cmdStreamPurge,
+		"consumer-waited":         cmdConsumerWaited,
 	}
 }
 
@@ -67,6 +69,7 @@ func setupScript(env *testscript.Env) error {
 	}
 	ss := &scriptServer{srv: s, store: store, port: s.Addr().(*net.TCPAddr).Port}
 	env.Values[serverKey{}] = ss
+	env.Values[waitKey{}] = map[string]*nats.Subscription{}
 	env.Defer(func() {
 		if ss.srv != nil {
 			ss.srv.Shutdown()

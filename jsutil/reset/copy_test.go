@@ -67,7 +67,7 @@ func TestToConsumer(t *testing.T) {
 	if c.To.Sequence != 9 || c.Source == nil || c.Source.AckFloor != 8 || c.Source.Delivered != 10 || c.Source.Position != PositionAckFloor || len(c.Warnings) != 0 || c.Refused != "" {
 		t.Fatalf("copy the ack floor: to %d, source %+v, warnings %v, refused %q", c.To.Sequence, c.Source, c.Warnings, c.Refused)
 	}
-	if got := p.Target.String(); got != "the ack-floor of consumer billing" {
+	if got := p.Target.String(); got != "consumer billing's ack floor" {
 		t.Errorf("target reads %q", got)
 	}
 	p = mustPlan(t, js, "ORDERS", []string{"audit"}, Target{Kind: ToConsumer, Consumer: "billing", Position: PositionDelivered}, Options{})
@@ -93,7 +93,7 @@ func TestToConsumer(t *testing.T) {
 	target := Target{Kind: ToConsumer, Consumer: "us"}
 	p = mustPlan(t, js, "ORDERS", []string{"eu"}, target, Options{})
 	c = p.Changes[0]
-	if c.To.Sequence != 11 || c.Source.Uncovered != 5 || !strings.Contains(c.Refused, `copying the ack-floor of "us" skips 5 messages that this consumer's filter takes and "us"'s does not`) {
+	if c.To.Sequence != 11 || c.Source.Uncovered != 5 || !strings.Contains(c.Refused, `copying the ack floor of "us" skips 5 messages that this consumer's filter takes and "us"'s does not`) {
 		t.Fatalf("eu from us: to %d, uncovered %d, refused %q", c.To.Sequence, c.Source.Uncovered, c.Refused)
 	}
 	if err := p.Err(); !errors.Is(err, jsutil.ErrConflict) {

@@ -143,12 +143,20 @@ func (x *executor) beginPause(ctx context.Context, c *Change, in *Intent) (*cons
 	c.Pause.DrainNS = time.Since(start).Nanoseconds()
 	if n := st.info.NumAckPending; n > 0 {
 		if !x.opts.Force {
-			return nil, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %d delivered messages are still unacknowledged after %s (a client is working on them, died holding them or nak'd them; a paused consumer redelivers nothing); nothing changed: wait longer with --drain-timeout, or pass --force to reset it anyway",
-				c.Consumer, c.Stream, n, x.opts.DrainTimeout)
+			return nil, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %s still unacknowledged after %s (a client is working on it, died holding it or nak'd it; a paused consumer redelivers nothing); nothing changed: wait longer with --drain-timeout, or pass --force to reset it anyway",
+				c.Consumer, c.Stream, deliveries(n), x.opts.DrainTimeout)
 		}
-		c.warn("%d delivered messages were still unacknowledged after %s; changed anyway (--force)", n, x.opts.DrainTimeout)
+		c.warn("%s still unacknowledged after %s; changed anyway (--force)", deliveries(n), x.opts.DrainTimeout)
 	}
 	return st, nil
+}
+
+// deliveries says "1 delivered message is" or "N delivered messages are".
+func deliveries(n int) string {
+	if n == 1 {
+		return "1 delivered message is"
+	}
+	return fmt.Sprintf("%d delivered messages are", n)
 }
 
 // endPause resumes a consumer its change paused (in.Pause), when the change

@@ -196,7 +196,7 @@ func TestPauseDrainTimeout(t *testing.T) {
 	}
 	opts.Force = true
 	p = mustRun(t, js, "ORDERS", []string{"held"}, Target{Kind: ToSeq, Seq: 2}, opts)
-	if w := strings.Join(p.Changes[0].Warnings, "; "); !strings.Contains(w, "2 delivered messages were still unacknowledged") {
+	if w := strings.Join(p.Changes[0].Warnings, "; "); !strings.Contains(w, "2 delivered messages are still unacknowledged after 300ms; changed anyway") {
 		t.Fatalf("forced: warnings %q", w)
 	}
 	if got := fetch(t, js, "ORDERS", "held", 1); len(got) != 1 || got[0] != 2 {

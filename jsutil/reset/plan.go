@@ -535,7 +535,7 @@ func (p *planner) checkRefusals(c *Change) {
 		c.refuse(jsutil.ErrConflict, "a push subscriber is bound (a client is consuming); stop it, or pass --pause to pause it during the change (or --force)")
 	}
 	if s := c.Source; s != nil && s.Uncovered > 0 {
-		c.refuse(jsutil.ErrConflict, "copying the %s of %q skips %d messages that this consumer's filter takes and %q's does not (neither consumer has handled them); pass --force to accept", s.Position, s.Consumer, s.Uncovered, s.Consumer)
+		c.refuse(jsutil.ErrConflict, "copying the %s of %q skips %d messages that this consumer's filter takes and %q's does not (neither consumer has handled them); pass --force to accept", positionWords(s.Position), s.Consumer, s.Uncovered, s.Consumer)
 	}
 	ret := p.info.Config.Retention
 	if ret != jetstream.LimitsPolicy && c.Skip > 0 {

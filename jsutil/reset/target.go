@@ -109,9 +109,17 @@ func (t Target) String() string {
 		}
 		return "saved positions"
 	case ToConsumer:
-		return fmt.Sprintf("the %s of consumer %s", t.position(), t.Consumer)
+		return fmt.Sprintf("consumer %s's %s", t.Consumer, positionWords(t.position()))
 	}
 	return string(t.Kind)
+}
+
+// positionWords names a position for people.
+func positionWords(p string) string {
+	if p == PositionDelivered {
+		return "delivered position"
+	}
+	return "ack floor"
 }
 
 // position is the source position a ToConsumer target copies.
