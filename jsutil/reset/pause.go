@@ -71,8 +71,13 @@ type PauseIntent struct {
 var pauseForever = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
 // wakeDelay is how far ahead of the server's clock endPause lets a pause
-// end by itself, so that the server wakes the consumer.
-const wakeDelay = 300 * time.Millisecond
+// end by itself, so that the server wakes the consumer. A pause that ends
+// within wakeGrace is taken for such a wake, set by a run that was
+// interrupted before it could clear the pause.
+const (
+	wakeDelay = 300 * time.Millisecond
+	wakeGrace = 5 * time.Second
+)
 
 // pausePlan is the pause step of a change of the consumer st.
 func (p *planner) pausePlan(st *consumerState) *PauseStep {
@@ -161,7 +166,8 @@ func deliveries(n int) string {
 
 // endPause resumes a consumer its change paused (in.Pause), when the change
 // is to resume it or always is set (a change that did not happen). A pause
-// that someone else has set since is left alone.
+// that someone else has set since (to another time, more than wakeGrace
+// away) is left alone.
 //
 // A consumer resumed before its pause time does not wake on nats-server
 // 2.15.2: a pull request already waiting is served only when something
@@ -188,16 +194,19 @@ func (x *executor) endPause(ctx context.Context, c *Change, in *Intent, always b
 	case until == nil:
 		c.resumed()
 		return nil
-	case until.After(now) && !until.Equal(in.Pause.Until):
+	case until.After(now.Add(wakeGrace)) && !until.Equal(in.Pause.Until):
 		c.warn("it was paused until %s by someone else meanwhile: left paused", until.UTC().Format(time.RFC3339))
 		return nil
 	}
 	if st.info.Paused {
-		// Let the pause end by itself, which wakes the consumer.
-		if err := x.setPause(ctx, c, now.Add(wakeDelay)); err != nil {
-			return err
+		if until.Equal(in.Pause.Until) {
+			// Let the pause end by itself, which wakes the consumer.
+			if err := x.setPause(ctx, c, now.Add(wakeDelay)); err != nil {
+				return err
+			}
 		}
-		err := x.poll(ctx, x.opts.Settle+wakeDelay, func() (bool, error) {
+		// Else it ends within wakeGrace: the wake an interrupted run set.
+		err := x.poll(ctx, x.opts.Settle+wakeGrace, func() (bool, error) {
 			st, err := x.load(ctx, c)
 			return err == nil && !st.info.Paused, err
 		})
