@@ -66,9 +66,10 @@ type Options struct {
 	// "reset"), drops the server's reply to that request after the server
 	// applied it, as a lost reply would.
 	lose func(op string) bool
-	// crash, when it returns true at a step ("intent", "deleted",
-	// "created", "applied", "recorded"), stops the change there as if the
-	// process died: nothing is restored or completed.
+	// crash, when it returns true at a step ("intent", "paused",
+	// "deleted", "created", "applied", "recorded", "waking"), stops the
+	// change there as if the process died: nothing is restored or
+	// completed.
 	crash func(step string) bool
 }
 

@@ -204,6 +204,9 @@ func (x *executor) endPause(ctx context.Context, c *Change, in *Intent, always b
 			if err := x.setPause(ctx, c, now.Add(wakeDelay)); err != nil {
 				return err
 			}
+			if x.crash("waking") {
+				return errCrashed
+			}
 		}
 		// Else it ends within wakeGrace: the wake an interrupted run set.
 		err := x.poll(ctx, x.opts.Settle+wakeGrace, func() (bool, error) {

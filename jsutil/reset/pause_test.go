@@ -220,6 +220,7 @@ func TestPauseCrashAndRecover(t *testing.T) {
 		{Reset, "paused", StateOld, ActReset, 9},
 		{Reset, "applied", StateTarget, ActRecord, 4},
 		{Reset, "recorded", StateRecorded, ActClear, 4},
+		{Reset, "waking", StateRecorded, ActClear, 0}, // its pause about to end
 		{Recreate, "paused", StateOld, ActRecreate, 9},
 		{Recreate, "deleted", StateMissing, ActCreate, 0},
 		{Recreate, "created", StateTarget, ActRecord, 4},
