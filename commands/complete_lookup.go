@@ -92,6 +92,20 @@ func (c *completer) snapshots() []string {
 	return names
 }
 
+// snapshotConsumers lists the consumers of snapshot name as snapshot
+// restore takes them (CONSUMER, or STREAM/CONSUMER).
+func (c *completer) snapshotConsumers(name string) []string {
+	cl := c.connect()
+	if cl == nil {
+		return nil
+	}
+	snap, err := positions.Get(c.serverCx, cl.JS, name, positions.Options{Timeout: completeServerBudget})
+	if err != nil {
+		return nil
+	}
+	return snap.ConsumerKeys()
+}
+
 // listScopes lists the scopes of the ack-record bucket, as --scope takes
 // them (decoded, e.g. "ORDERS.billing").
 func listScopes(ctx context.Context, cl *jsutil.Client, bucket string) ([]string, error) {

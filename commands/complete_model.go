@@ -26,13 +26,16 @@ const (
 	predictConsumer = "consumer"
 	predictScope    = "scope"
 	predictSnapshot = "snapshot"
-	predictTime     = "time"
-	predictFile     = "file"
-	predictDir      = "dir"
-	predictContext  = "context"
-	predictZone     = "zone"
-	predictEnum     = "enum"
-	predictNone     = "none"
+	// predictSnapshotConsumer: the consumers of the snapshot named on the
+	// line (snapshot restore).
+	predictSnapshotConsumer = "snapshot-consumer"
+	predictTime             = "time"
+	predictFile             = "file"
+	predictDir              = "dir"
+	predictContext          = "context"
+	predictZone             = "zone"
+	predictEnum             = "enum"
+	predictNone             = "none"
 )
 
 // Directives tell the shell script what to do besides offering the
@@ -362,6 +365,10 @@ func (c *completer) values(st *lineState, v *kong.Value, cur, prefix string) ([]
 		out = namesOf(c.scopes(bucket), "scope in "+bucket)
 	case predictSnapshot:
 		out = namesOf(c.snapshots(), "snapshot")
+	case predictSnapshotConsumer:
+		if name := firstOfKind(st, predictSnapshot); name != "" {
+			out = namesOf(c.snapshotConsumers(name), "consumer in snapshot "+name)
+		}
 	case predictTime:
 		out = c.timeCandidates()
 	case predictContext:

@@ -18,6 +18,7 @@ import (
 //	Consumer []string `arg:"" predictor:"consumer"`    consumer names of the stream given earlier on the line
 //	Scope    string   `predictor:"scope"`              ack-record scopes in --bucket (default JSCTL_ACKS)
 //	Name     string   `arg:"" predictor:"snapshot"`    saved consumer snapshots (JSCTL_SNAPSHOTS)
+//	Only     []string `arg:"" predictor:"snapshot-consumer"` consumers of the snapshot given earlier on the line
 //	At       string   `arg:"" predictor:"time"`        now, -15m, -1h, -24h, 1d, "2h ago", today's date, ...
 //	Plan     string   `predictor:"file"`               file names (also "dir"; "none" offers nothing)
 //

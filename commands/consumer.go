@@ -1,7 +1,13 @@
 package commands
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -9,23 +15,26 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/positions"
+	"github.com/jsctl/jsctl/jsutil/reset"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ConsumerCmd groups the consumer commands.
 type ConsumerCmd struct {
 	Ls       ConsumerLsCmd       `cmd:"" help:"List consumers with their positions and lag."`
 	Info     ConsumerInfoCmd     `cmd:"" help:"Show one consumer's position, lag and configuration."`
-	Reset    ConsumerResetCmd    `cmd:"" help:"Move durable consumers to a time or sequence (plan first, undoable)."`
+	Reset    ConsumerResetCmd    `cmd:"" help:"Move durable consumers to a time, a sequence or another consumer's position (plan first, undoable)."`
 	History  ConsumerHistoryCmd  `cmd:"" help:"List a consumer's recorded resets."`
 	Recover  ConsumerRecoverCmd  `cmd:"" help:"Finish consumer changes left unfinished by an interrupted run."`
 	Pause    ConsumerPauseCmd    `cmd:"" help:"Pause a consumer: it keeps its position and delivers nothing until resumed."`
 	Resume   ConsumerResumeCmd   `cmd:"" help:"Resume a paused consumer."`
 	Check    ConsumerCheckCmd    `cmd:"" help:"Check consumers against thresholds (Nagios and Prometheus output, exit 0-3)."`
-	Snapshot ConsumerSnapshotCmd `cmd:"" help:"Save consumer positions under a name, compare with them, list and remove them."`
+	Snapshot ConsumerSnapshotCmd `cmd:"" help:"Save consumer positions under a name, compare with them, restore them, list and remove them."`
 }
 
 // streamsFlag is --streams, which selects streams by name pattern for the
-// commands that work across streams (consumer ls, check, snapshot save).
+// commands that work across streams (consumer ls, reset, check, snapshot
+// save).
 type streamsFlag struct {
 	Streams []string `name:"streams" placeholder:"GLOB" help:"Select streams whose names match GLOB ('*', '?', '[a-z]'; repeatable) instead of naming one; KV_ and OBJ_ streams only when GLOB starts so."`
 }
@@ -107,3 +116,299 @@ func stringValues(target reflect.Value) []string {
 	}
 	return nil
 }
+
+// pauseFlags are --pause, --drain-timeout and --keep-paused (consumer reset
+// and snapshot restore).
+type pauseFlags struct {
+	Pause        bool          `name:"pause" help:"Pause each consumer for its change instead of refusing a busy one (recommended over --force): wait for its deliveries to settle, change and verify it, then resume it."`
+	DrainTimeout time.Duration `name:"drain-timeout" placeholder:"DURATION" help:"With --pause: wait at most DURATION for a paused consumer's unacknowledged deliveries, then refuse (or, with --force, go on) (default 30s)."`
+	KeepPaused   bool          `name:"keep-paused" help:"With --pause: leave the consumers paused after the change (jsctl consumer resume ends the pause)."`
+}
+
+func (f pauseFlags) validate() error {
+	if !f.Pause && (f.DrainTimeout != 0 || f.KeepPaused) {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--drain-timeout and --keep-paused go with --pause")
+	}
+	return nil
+}
+
+func (f pauseFlags) apply(o *reset.Options) {
+	o.Pause, o.DrainTimeout, o.KeepPaused = f.Pause, f.DrainTimeout, f.KeepPaused
+}
+
+// maxPlanBytes bounds a plan or snapshot file read with --from-file: a
+// plan for a thousand consumers is well under 1 MiB, and a file that never
+// ends (/dev/zero, a pipe) must not be read until memory runs out.
+const maxPlanBytes = 8 << 20
+
+// readBounded reads a --from-file FILE of the given kind ("plan",
+// "snapshot"), at most maxPlanBytes.
+func readBounded(path, kind string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read %s file %q: %w", kind, path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPlanBytes+1))
+	if err != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read %s file %q: %w", kind, path, err)
+	}
+	if len(data) > maxPlanBytes {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "%s file %q is larger than %d MiB: it is not a %s written by --export", kind, path, maxPlanBytes>>20, kind)
+	}
+	return data, nil
+}
+
+// planRun shows and applies the plans of a plan-first consumer change
+// (consumer reset, snapshot restore) over one or more streams.
+type planRun struct {
+	plans  []*reset.Plan
+	target reset.Target
+	// set prints the JSON as one reset.PlanSet (several streams may be
+	// selected) rather than the one plan's document.
+	set bool
+	// title is the first line for people, without the streams, e.g.
+	// "target sequence 5"; empty says what to print when there is no plan.
+	title string
+	// empty is printed when there are no plans at all.
+	empty string
+	opts  reset.Options
+	// execute, dryRun and export are the flags of the same names.
+	execute, dryRun bool
+	export          string
+	action          string
+	// ran is set once execution started: plans not reached show "not run".
+	ran bool
+}
+
+// run prints the plans, refuses, exports, asks or applies as askApply
+// decides, and applies them stream by stream, stopping at the first
+// failure; then it prints what was done.
+func (r *planRun) run(ctx context.Context, env *Env, p *Printer, js jetstream.JetStream) error {
+	var unfinished []reset.Unfinished
+	n := 0
+	for _, pl := range r.plans {
+		unfinished = append(unfinished, pl.Unfinished...)
+		n += len(pl.Changes)
+	}
+	warnUnfinished(env, p, unfinished)
+	if err := reset.PlansErr(r.plans); err != nil {
+		_ = r.print(p, "")
+		return err
+	}
+	if r.export != "" {
+		if err := r.write(r.export); err != nil {
+			return err
+		}
+	}
+	apply, err := askApply(ctx, env, p, applyRequest{
+		Execute: r.execute, DryRun: r.dryRun, Export: r.export, Changes: n, Action: r.action,
+		Print:  func(note string) error { return r.print(p, note) },
+		Resume: "jsctl consumer reset --from-file " + quoteArgs([]string{r.export}) + " --execute",
+	})
+	if err != nil || !apply {
+		return err
+	}
+	bar := env.Progress("changing consumers")
+	r.ran = true
+	done := 0
+	var execErr error
+	for _, pl := range r.plans {
+		opts, offset := r.opts, done
+		opts.Progress = func(d, _ int) { bar.Set(offset+d, n) }
+		if execErr = reset.Execute(ctx, js, pl, opts); execErr != nil {
+			break
+		}
+		done += len(pl.Changes)
+	}
+	bar.Done()
+	if err := r.print(p, ""); err != nil {
+		return err
+	}
+	return execErr
+}
+
+// document is what --json prints and --export writes.
+func (r *planRun) document() any {
+	if r.set || len(r.plans) != 1 {
+		return reset.Combine(r.target, r.plans)
+	}
+	return r.plans[0]
+}
+
+func (r *planRun) write(path string) error {
+	b, err := json.MarshalIndent(r.document(), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write plan to %q: %w", path, err)
+	}
+	return nil
+}
+
+// print prints the plans (or, once executed, what they did) followed by
+// note, if any; with more than one stream the table has a STREAM column
+// and each consumer is named STREAM/CONSUMER.
+func (r *planRun) print(p *Printer, note string) error {
+	if p.JSON {
+		return p.PrintJSON(r.document())
+	}
+	var streams []string
+	n := 0
+	for _, pl := range r.plans {
+		streams = append(streams, pl.Stream)
+		n += len(pl.Changes)
+	}
+	switch {
+	case len(r.plans) == 0:
+		p.Printf("%s\n", r.empty)
+		return nil
+	case n == 0 && len(r.plans) == 1:
+		p.Printf("No consumers on stream %s.\n", r.plans[0].Stream)
+		return nil
+	case n == 0:
+		p.Printf("No consumers on streams %s.\n", strings.Join(streams, ", "))
+		return nil
+	}
+	defer func() {
+		if note != "" {
+			p.Printf("%s\n", note)
+		}
+	}()
+	multi := len(r.plans) > 1
+	headers := []string{"CONSUMER", "METHOD", "DELIVERED", "ACK FLOOR", "TO", "TO TIME", "REDELIVER", "SKIP", "ACK RECORDS", "STATUS"}
+	if multi {
+		headers = append([]string{"STREAM"}, headers...)
+	}
+	var rows [][]string
+	for _, pl := range r.plans {
+		for _, c := range pl.Changes {
+			acks := strconv.Itoa(c.AckRecordsInRange)
+			if c.AckRecordsForgotten > 0 {
+				acks += fmt.Sprintf(" (%d forgotten)", c.AckRecordsForgotten)
+			}
+			row := []string{c.Consumer, string(c.Method), u64(c.From.Delivered), u64(c.From.AckFloor), u64(c.To.Sequence), optTime(p, c.To.Time),
+				u64(c.Redeliver), u64(c.Skip), acks, r.status(pl, c)}
+			if multi {
+				row = append([]string{pl.Stream}, row...)
+			}
+			rows = append(rows, row)
+		}
+	}
+	label := "Stream " + streams[0]
+	if multi {
+		label = "Streams " + strings.Join(streams, ", ")
+	}
+	p.Printf("%s, %s:\n", label, r.title)
+	if err := p.Table(headers, rows); err != nil {
+		return err
+	}
+	var skipped []string
+	for _, pl := range r.plans {
+		for _, c := range pl.Changes {
+			who := c.Consumer
+			if multi {
+				who = pl.Stream + "/" + c.Consumer
+			}
+			printChangeNotes(p, who, c)
+		}
+		for _, s := range pl.Skipped {
+			if multi {
+				s = pl.Stream + "/" + s
+			}
+			skipped = append(skipped, s)
+		}
+	}
+	if len(skipped) > 0 {
+		p.Printf("Skipped ephemeral consumers: %s\n", strings.Join(skipped, ", "))
+	}
+	return nil
+}
+
+// printChangeNotes prints the lines under the table about one change: why
+// its method, where a copied position comes from, its pause, warnings,
+// refusal and failure.
+func printChangeNotes(p *Printer, who string, c *reset.Change) {
+	p.Printf("  %s: %s\n", who, c.Reason)
+	if s := c.Source; s != nil {
+		p.Printf("  %s: copies the %s of %s (delivered %d, ack floor %d, %s)\n", who, positionWords(s.Position), s.Consumer, s.Delivered, s.AckFloor, filterWords(s.Filters))
+	}
+	if ps := c.Pause; ps != nil {
+		p.Printf("  %s: pause: %s\n", who, pauseText(c, ps))
+	}
+	for _, w := range c.Warnings {
+		p.Printf("  %s: warning: %s\n", who, w)
+	}
+	if c.Refused != "" {
+		p.Printf("  %s: refused: %s\n", who, c.Refused)
+	}
+	if c.Error != "" {
+		p.Printf("  %s: failed: %s\n", who, c.Error)
+	}
+}
+
+func positionWords(pos string) string {
+	if pos == reset.PositionDelivered {
+		return "delivered position"
+	}
+	return "ack floor"
+}
+
+func filterWords(f []string) string {
+	if len(f) == 0 {
+		return "all subjects"
+	}
+	return "filter " + strings.Join(f, ", ")
+}
+
+// pauseText says what a change does, or did, about pausing its consumer.
+func pauseText(c *reset.Change, ps *reset.PauseStep) string {
+	then := "then resume it"
+	if !ps.Resume {
+		then = fmt.Sprintf("then leave it paused (jsctl consumer resume %s %s ends the pause)", c.Stream, c.Consumer)
+	}
+	switch {
+	case ps.AlreadyPausedUntil != nil:
+		return fmt.Sprintf("already paused until %s: changed while paused, and left paused", ps.AlreadyPausedUntil.UTC().Format(time.RFC3339))
+	case ps.Paused:
+		out := fmt.Sprintf("paused; its deliveries settled in %s", time.Duration(ps.DrainNS).Round(time.Millisecond))
+		switch {
+		case ps.Resumed:
+			out += "; resumed"
+		case c.Applied && !ps.Resume:
+			out += "; left paused"
+		}
+		return out
+	}
+	waits := fmt.Sprintf("wait up to %s for its deliveries to settle", time.Duration(ps.DrainTimeoutNS))
+	if ps.AckPending > 0 {
+		waits = fmt.Sprintf("wait up to %s for its %s", time.Duration(ps.DrainTimeoutNS), plural(ps.AckPending, "unacknowledged delivery", "unacknowledged deliveries"))
+	}
+	busy := ""
+	if ps.Waiting > 0 {
+		busy = fmt.Sprintf(" (%s waiting: served from the new position after the resume)", plural(ps.Waiting, "pull request", "pull requests"))
+	}
+	return fmt.Sprintf("pause it, %s, %s it and verify, %s%s", waits, c.Method, then, busy)
+}
+
+// status is a change's STATUS column.
+func (r *planRun) status(pl *reset.Plan, c *reset.Change) string {
+	switch {
+	case c.Refused != "":
+		return "refused"
+	case c.Restored:
+		return "restored"
+	case c.Error != "":
+		return "failed"
+	case c.Verified:
+		return "verified"
+	case c.Applied:
+		return "applied"
+	case pl.Executed || r.ran:
+		return "not run"
+	}
+	return "planned"
+}
+
+func u64(n uint64) string { return strconv.FormatUint(n, 10) }

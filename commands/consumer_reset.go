@@ -4,18 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/positions"
 	"github.com/jsctl/jsctl/jsutil/reset"
 )
 
 // ConsumerResetCmd moves durable consumers to a new position.
 type ConsumerResetCmd struct {
-	Stream    string   `arg:"" optional:"" predictor:"stream" help:"Stream of the consumers (not with --from-file)."`
+	Stream    string   `arg:"" optional:"" predictor:"stream" help:"Stream of the consumers (or --streams; not with --from-file)."`
 	Consumers []string `arg:"" optional:"" predictor:"consumer" help:"Consumers to move (or --all)."`
 
 	ToTime     string  `name:"to-time" placeholder:"TIME" predictor:"time" help:"Target: the message at TIME (see --mode; any form listed under Times in jsctl --help)."`
@@ -27,17 +26,21 @@ type ConsumerResetCmd struct {
 	ToLatest   bool    `name:"to-latest" help:"Target: after the stream's last message (only new messages)."`
 	ToAckFloor bool    `name:"to-ack-floor" help:"Target: the first unacknowledged message (redeliver everything not acknowledged)."`
 	ToPrevious bool    `name:"to-previous" help:"Target: undo the consumer's last recorded reset (a deleted consumer is rebuilt from history)."`
+	ToConsumer string  `name:"to-consumer" placeholder:"OTHER" predictor:"consumer" help:"Target: where consumer OTHER of the same stream is (see --position)."`
+	Position   string  `name:"position" enum:"ack-floor,delivered" default:"ack-floor" predictor:"enum" help:"With --to-consumer: copy OTHER's ack floor (next: what it has not had acknowledged) or its delivered position (next: what it has not delivered) (${enum})."`
 
-	All        bool   `name:"all" help:"Move every consumer of the stream."`
-	Execute    bool   `name:"execute" help:"Apply the plan (without it the plan is only printed)."`
-	DryRun     bool   `name:"dry-run" help:"Only print the plan, without asking, even at a terminal (the default without a terminal)."`
-	Method     string `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
-	Force      bool   `name:"force" help:"Move busy consumers, and move forward on interest or work-queue streams although messages may be removed."`
+	All bool `name:"all" help:"Move every durable consumer of the stream (of each stream with --streams)."`
+	streamsFlag
+	Execute bool   `name:"execute" help:"Apply the plan (without it the plan is only printed)."`
+	DryRun  bool   `name:"dry-run" help:"Only print the plan, without asking, even at a terminal (the default without a terminal)."`
+	Method  string `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
+	Force   bool   `name:"force" help:"Move busy consumers while clients read from them (prefer --pause), and accept moves that skip messages for good."`
+	pauseFlags
 	ForgetAcks bool   `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
 	AcksBucket string `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket."`
 	AcksScope  string `name:"acks-scope" placeholder:"NAME" predictor:"scope" help:"Ack-record scope (default STREAM.CONSUMER)."`
 	Export     string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE."`
-	FromFile   string `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Apply a plan saved with --export (no other arguments)."`
+	FromFile   string `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Apply a plan saved with --export (no stream, consumers, --all or target)."`
 }
 
 // Help is the long help of consumer reset.
@@ -57,14 +60,30 @@ recorded, with the consumer's full configuration, in the KV bucket
 JSCTL_RESET_HISTORY, so --to-previous can undo it, and rebuild a consumer
 that was deleted (see jsctl consumer history).
 
+--to-consumer OTHER takes the target from another consumer of the same stream
+(its ack floor + 1, or with --position delivered its delivered + 1); the plan
+shows both. Where the two filters differ it warns, and it refuses a move that
+would skip messages this consumer's filter takes and OTHER's does not (with
+their count; neither consumer handled them) unless --force.
+
 Before it deletes or resets anything, jsctl writes an intent record to
 JSCTL_RESET_INTENTS; a run that is killed or cannot finish (a lost reply)
 leaves it, and "jsctl consumer recover STREAM --execute" finishes the change.
 A permission denial stops with exit code 7 and changes nothing.
 
-Refused without --force (exit code 5): consumers with waiting pull requests
-or a bound push subscriber, and forward moves on interest or work-queue
-streams that can remove messages for good.
+Refused (exit code 5): consumers with waiting pull requests or a bound push
+subscriber, and forward moves on interest or work-queue streams that can
+remove messages for good. Pass --pause for a busy consumer (recommended): it is
+paused (the server's pause API), its unacknowledged deliveries are waited for
+(--drain-timeout, default 30s), then it is moved, verified and resumed (or left
+paused with --keep-paused); clients stay connected and receive nothing in
+between, then the target first. A run killed meanwhile leaves it paused, never
+half moved, and consumer recover finishes the change and resumes it. --force
+instead moves it under the clients' feet.
+
+--streams GLOB (repeatable) with --all moves every durable consumer of each
+matching stream, with a STREAM column; --json then prints one document for all
+streams, {"streams": [...], "changes": [...]}.
 
 Examples:
   jsctl consumer reset ORDERS billing --to-time "2026-11-29 10:00"
@@ -73,37 +92,43 @@ Examples:
   jsctl consumer reset --from-file plan.json --execute
   jsctl consumer reset ORDERS billing --to-seq 1200 --method recreate --execute
   jsctl consumer reset ORDERS billing --shift-by=-100 --execute
-  jsctl consumer reset ORDERS billing --to-previous --execute`
+  jsctl consumer reset ORDERS billing --to-previous --execute
+  jsctl consumer reset ORDERS billing-v2 --to-consumer billing --execute
+  jsctl consumer reset ORDERS billing --to-time -1h --pause --execute
+  jsctl consumer reset --streams 'ORD*' --all --to-latest --pause --keep-paused`
 }
 
 // Validate checks the flag combinations.
 func (c *ConsumerResetCmd) Validate() error {
 	n := 0
-	for _, set := range []bool{c.ToTime != "", c.ByDuration != "", c.ToSeq != nil, c.ShiftBy != "", c.ToEarliest, c.ToLatest, c.ToAckFloor, c.ToPrevious} {
+	for _, set := range []bool{c.ToTime != "", c.ByDuration != "", c.ToSeq != nil, c.ShiftBy != "", c.ToEarliest, c.ToLatest, c.ToAckFloor, c.ToPrevious, c.ToConsumer != ""} {
 		if set {
 			n++
 		}
 	}
+	if err := c.pauseFlags.validate(); err != nil {
+		return err
+	}
 	if c.FromFile != "" {
-		if c.Stream != "" || len(c.Consumers) > 0 || c.All || n > 0 {
-			return jsutil.Errorf(jsutil.ErrBadInput, "--from-file takes no stream, consumers, --all or target: they come from the file")
+		if c.Stream != "" || len(c.Consumers) > 0 || c.All || n > 0 || len(c.Streams) > 0 {
+			return jsutil.Errorf(jsutil.ErrBadInput, "--from-file takes no stream, consumers, --all, --streams or target: they come from the file")
 		}
 		if c.Export != "" {
 			return jsutil.Errorf(jsutil.ErrBadInput, "--from-file and --export cannot be used together")
 		}
 		return nil
 	}
-	if c.Stream == "" {
-		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream (or pass --from-file)")
+	if c.Stream == "" && len(c.Streams) == 0 {
+		return jsutil.Errorf(jsutil.ErrBadInput, "name a stream (or pass --streams or --from-file)")
 	}
 	if c.ToSeq != nil && *c.ToSeq == 0 {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--to-seq 0: stream sequences start at 1 (use --to-earliest for the stream's first message)")
 	}
 	if n != 1 {
-		return jsutil.Errorf(jsutil.ErrBadInput, "give exactly one target: --to-time, --by-duration, --to-seq, --shift-by, --to-earliest, --to-latest, --to-ack-floor or --to-previous")
+		return jsutil.Errorf(jsutil.ErrBadInput, "give exactly one target: --to-time, --by-duration, --to-seq, --shift-by, --to-earliest, --to-latest, --to-ack-floor, --to-previous or --to-consumer")
 	}
-	if c.All == (len(c.Consumers) > 0) {
-		return jsutil.Errorf(jsutil.ErrBadInput, "name one or more consumers, or pass --all (not both)")
+	if err := c.selection(c.Stream, c.Consumers, c.All).Validate(); err != nil {
+		return err
 	}
 	if c.Execute && c.DryRun {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--execute and --dry-run cannot be used together")
@@ -142,17 +167,21 @@ func (c *ConsumerResetCmd) target(env *Env) (reset.Target, error) {
 		return reset.Target{Kind: reset.ToLatest}, nil
 	case c.ToAckFloor:
 		return reset.Target{Kind: reset.ToAckFloor}, nil
+	case c.ToConsumer != "":
+		return reset.Target{Kind: reset.ToConsumer, Consumer: c.ToConsumer, Position: c.Position}, nil
 	}
 	return reset.Target{Kind: reset.ToPrevious}, nil
 }
 
 func (c *ConsumerResetCmd) options(env *Env) reset.Options {
-	return reset.Options{
+	o := reset.Options{
 		Timeout: env.Globals.Timeout,
 		Method:  reset.Method(c.Method), Force: c.Force,
 		ForgetAcks: c.ForgetAcks, AcksBucket: c.AcksBucket, AcksScope: c.AcksScope,
 		Now: env.Now,
 	}
+	c.pauseFlags.apply(&o)
+	return o
 }
 
 // Run plans, prints, and (with --execute or a confirmation) applies.
@@ -162,168 +191,75 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	opts := c.options(env)
-	var saved *reset.Plan
-	var target reset.Target
+	r := &planRun{
+		opts: opts, execute: c.Execute, dryRun: c.DryRun, export: c.Export, set: len(c.Streams) > 0,
+		empty: "No streams match " + strings.Join(c.Streams, ", ") + ".",
+	}
+	var saved []*reset.Plan
 	if c.FromFile != "" {
-		data, err := readPlanFile(c.FromFile)
+		data, err := readBounded(c.FromFile, "plan")
 		if err != nil {
 			return err
 		}
-		if saved, err = reset.ReadPlan(data); err != nil {
+		if saved, err = reset.ReadPlans(data); err != nil {
 			return jsutil.Errorf(jsutil.ErrBadInput, "plan file %q: %w", c.FromFile, err)
 		}
-	} else if target, err = c.target(env); err != nil {
+		var probe struct {
+			Streams []string `json:"streams"`
+		}
+		_ = json.Unmarshal(data, &probe)
+		r.set, r.target = probe.Streams != nil, saved[0].Target
+	} else if r.target, err = c.target(env); err != nil {
 		return err
 	}
 	cl, err := env.Client(ctx)
 	if err != nil {
 		return err
 	}
-	var plan *reset.Plan
 	bar := env.Progress("planning")
 	opts.Progress = bar.Set
-	if saved != nil {
-		plan, err = reset.Replan(ctx, cl.JS, saved, opts)
-	} else {
-		plan, err = reset.NewPlan(ctx, cl.JS, c.Stream, c.Consumers, c.All, target, opts)
-	}
-	bar.Done()
-	if err != nil {
-		return err
-	}
-	warnUnfinished(env, p, plan.Unfinished)
-	if err := plan.Err(); err != nil {
-		_ = printResetPlan(p, plan, "")
-		return err
-	}
-	if c.Export != "" {
-		if err := writePlan(c.Export, plan); err != nil {
-			return err
-		}
-	}
-	apply, err := askApply(ctx, env, p, applyRequest{
-		Execute: c.Execute, DryRun: c.DryRun, Export: c.Export, Changes: len(plan.Changes),
-		Action: fmt.Sprintf("reset consumers on %q", plan.Stream),
-		Print:  func(note string) error { return printResetPlan(p, plan, note) },
-		Resume: "jsctl consumer reset --from-file " + quoteArgs([]string{c.Export}) + " --execute",
-	})
-	if err != nil || !apply {
-		return err
-	}
-	bar = env.Progress("resetting consumers")
-	opts.Progress = bar.Set
-	execErr := reset.Execute(ctx, cl.JS, plan, opts)
-	bar.Done()
-	if err := printResetPlan(p, plan, ""); err != nil {
-		return err
-	}
-	return execErr
-}
-
-// maxPlanBytes bounds a plan file read by --from-file: a plan for a
-// thousand consumers is well under 1 MiB, and a file that never ends
-// (/dev/zero, a pipe) must not be read until memory runs out.
-const maxPlanBytes = 8 << 20
-
-// readPlanFile reads a plan saved with --export, at most maxPlanBytes.
-func readPlanFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan file %q: %w", path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPlanBytes+1))
-	if err != nil {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan file %q: %w", path, err)
-	}
-	if len(data) > maxPlanBytes {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "plan file %q is larger than %d MiB: it is not a plan written by --export", path, maxPlanBytes>>20)
-	}
-	return data, nil
-}
-
-func writePlan(path string, plan *reset.Plan) error {
-	b, err := json.MarshalIndent(plan, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write plan to %q: %w", path, err)
-	}
-	return nil
-}
-
-// printResetPlan prints the plan (or its outcome, once executed) followed
-// by note, if any.
-func printResetPlan(p *Printer, plan *reset.Plan, note string) error {
-	if p.JSON {
-		return p.PrintJSON(plan)
-	}
-	if len(plan.Changes) == 0 {
-		p.Printf("No consumers on stream %s.\n", plan.Stream)
-		return nil
-	}
-	defer func() {
-		if note != "" {
-			p.Printf("%s\n", note)
-		}
-	}()
-	headers := []string{"CONSUMER", "METHOD", "DELIVERED", "ACK FLOOR", "TO", "TO TIME", "REDELIVER", "SKIP", "ACK RECORDS", "STATUS"}
-	var rows [][]string
-	for _, c := range plan.Changes {
-		var to string
-		if c.To.Time != nil {
-			to = p.Time(*c.To.Time)
-		} else {
-			to = "-"
-		}
-		acks := strconv.Itoa(c.AckRecordsInRange)
-		if c.AckRecordsForgotten > 0 {
-			acks += fmt.Sprintf(" (%d forgotten)", c.AckRecordsForgotten)
-		}
-		rows = append(rows, []string{
-			c.Consumer, string(c.Method), u64(c.From.Delivered), u64(c.From.AckFloor), u64(c.To.Sequence), to,
-			u64(c.Redeliver), u64(c.Skip), acks, changeStatus(plan, c),
-		})
-	}
-	p.Printf("Stream %s, target %s:\n", plan.Stream, plan.Target)
-	if err := p.Table(headers, rows); err != nil {
-		return err
-	}
-	for _, c := range plan.Changes {
-		p.Printf("  %s: %s\n", c.Consumer, c.Reason)
-		for _, w := range c.Warnings {
-			p.Printf("  %s: warning: %s\n", c.Consumer, w)
-		}
-		if c.Refused != "" {
-			p.Printf("  %s: refused: %s\n", c.Consumer, c.Refused)
-		}
-		if c.Error != "" {
-			p.Printf("  %s: failed: %s\n", c.Consumer, c.Error)
-		}
-	}
-	if len(plan.Skipped) > 0 {
-		p.Printf("Skipped ephemeral consumers: %s\n", strings.Join(plan.Skipped, ", "))
-	}
-	return nil
-}
-
-func changeStatus(plan *reset.Plan, c *reset.Change) string {
 	switch {
-	case c.Refused != "":
-		return "refused"
-	case c.Restored:
-		return "restored"
-	case c.Error != "":
-		return "failed"
-	case c.Verified:
-		return "verified"
-	case c.Applied:
-		return "applied"
-	case plan.Executed:
-		return "not run"
+	case saved != nil:
+		for _, s := range saved {
+			pl, err := reset.Replan(ctx, cl.JS, s, opts)
+			if err != nil {
+				bar.Done()
+				return err
+			}
+			r.plans = append(r.plans, pl)
+		}
+	default:
+		streams := []string{c.Stream}
+		if len(c.Streams) > 0 {
+			if streams, err = positions.SelectStreams(ctx, cl.JS, c.selection("", nil, true)); err != nil {
+				bar.Done()
+				return err
+			}
+		}
+		for _, st := range streams {
+			pl, err := reset.NewPlan(ctx, cl.JS, st, c.Consumers, c.All, r.target, opts)
+			if err != nil {
+				bar.Done()
+				return err
+			}
+			r.plans = append(r.plans, pl)
+		}
 	}
-	return "planned"
+	bar.Done()
+	if len(r.plans) > 0 {
+		r.target = r.plans[0].Target // a duration target is a time once planned
+	}
+	r.title = "target " + r.target.String()
+	r.action = "reset consumers on " + streamsText(r.plans)
+	return r.run(ctx, env, p, cl.JS)
 }
 
-func u64(n uint64) string { return strconv.FormatUint(n, 10) }
+// streamsText names the streams of plans for messages: "ORDERS" or
+// `streams "A", "B"`.
+func streamsText(plans []*reset.Plan) string {
+	var q []string
+	for _, pl := range plans {
+		q = append(q, fmt.Sprintf("%q", pl.Stream))
+	}
+	return strings.Join(q, ", ")
+}

@@ -169,6 +169,36 @@ func cmdConsumerWait(ts *testscript.TestScript, neg bool, args []string) {
 	req := fmt.Sprintf(`{"batch":1,"expires":%d}`, (60 * time.Second).Nanoseconds())
 	ts.Check(nc.PublishRequest(fmt.Sprintf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", args[0], args[1]), inbox, []byte(req)))
 	waitConsumer(ts, args[0], args[1], func(ci *jetstream.ConsumerInfo) bool { return ci.NumWaiting > 0 })
+	ts.Value(waitKey{}).(map[string]*nats.Subscription)[args[0]+"/"+args[1]] = sub
+}
+
+type waitKey struct{}
+
+// cmdConsumerWaited reads the message that the pull request left waiting by
+// consumer-wait received, as the client blocked in Fetch would, and fails
+// unless it came within 5 seconds with stream sequence SEQ:
+//
+//	consumer-waited STREAM NAME --want SEQ
+func cmdConsumerWaited(ts *testscript.TestScript, neg bool, args []string) {
+	opts, pos := flagArgs(ts, args, "want")
+	if neg || len(pos) != 2 || opts["want"] == nil {
+		ts.Fatalf("usage: consumer-waited STREAM NAME --want SEQ")
+	}
+	sub := ts.Value(waitKey{}).(map[string]*nats.Subscription)[pos[0]+"/"+pos[1]]
+	if sub == nil {
+		ts.Fatalf("consumer-waited: no consumer-wait %s %s before", pos[0], pos[1])
+	}
+	m, err := sub.NextMsg(5 * time.Second)
+	if err != nil {
+		ts.Fatalf("consumer-waited %s: no message within 5s: %v", pos[1], err)
+	}
+	md, err := m.Metadata()
+	if err != nil {
+		ts.Fatalf("consumer-waited %s: not a message (%v): %q %q", pos[1], err, m.Header, m.Data)
+	}
+	if got := strconv.FormatUint(md.Sequence.Stream, 10); got != opts["want"][0] {
+		ts.Fatalf("consumer-waited %s: got sequence %s, want %s", pos[1], got, opts["want"][0])
+	}
 }
 
 // cmdConsumerBind subscribes to a push consumer's deliver subject until the

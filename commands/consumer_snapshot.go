@@ -14,6 +14,8 @@ type ConsumerSnapshotCmd struct {
 	Ls   ConsumerSnapshotLsCmd   `cmd:"" help:"List saved snapshots."`
 	Show ConsumerSnapshotShowCmd `cmd:"" help:"Show a snapshot and where each consumer is now against it."`
 	Rm   ConsumerSnapshotRmCmd   `cmd:"" help:"Remove a snapshot."`
+	// Restore is last: it moves consumers.
+	Restore ConsumerSnapshotRestoreCmd `cmd:"" help:"Return consumers to a snapshot's positions (plan first, undoable)."`
 }
 
 // snapshotConsumerRows are the table rows of a snapshot's consumers, with

@@ -31,9 +31,9 @@ counts of its ack-record scope, with the streams' first and last sequence and ti
 the time, the user and the host. A name that exists already is refused (exit 5).
 
 Take one before deploying new consumer code; "jsctl consumer snapshot show NAME"
-then tells how far each consumer moved and whether its configuration changed.
-Restoring a snapshot (each consumer back to its saved ack floor + 1, a deleted one
-recreated from its saved configuration) is coming in a later version.
+then tells how far each consumer moved and whether its configuration changed, and
+"jsctl consumer snapshot restore NAME --execute" returns each consumer to its saved
+ack floor + 1 (a deleted one recreated from its saved configuration).
 
 --json prints the snapshot document; --export FILE writes the same to FILE.
 

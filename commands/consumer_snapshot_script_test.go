@@ -3,9 +3,11 @@ package commands_test
 import (
 	"os"
 	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -56,4 +58,22 @@ func cmdMaskWho(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	s := strings.ReplaceAll(ts.ReadFile(args[0]), u.Username+"@"+host, "<WHO>")
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(s), 0o644))
+}
+
+// cmdStreamPurge removes the messages of STREAM below sequence SEQ, so the
+// stream's first message is SEQ:
+//
+//	stream-purge STREAM SEQ
+func cmdStreamPurge(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: stream-purge STREAM SEQ")
+	}
+	seq, err := strconv.ParseUint(args[1], 10, 64)
+	ts.Check(err)
+	_, js := scriptJS(ts)
+	ctx, cancel := scriptCtx()
+	defer cancel()
+	s, err := js.Stream(ctx, args[0])
+	ts.Check(err)
+	ts.Check(s.Purge(ctx, jetstream.WithPurgeSequence(seq)))
 }

@@ -34,11 +34,13 @@ import (
 // The line runs in bash, in README order, in one working directory, with the
 // test binary as jsctl on PATH, against readmeFixture: a server (NATS_URL)
 // with stream ORDERS (orders.>, 50 messages with Nats-Msg-Id order-1185 to
-// order-1234; payloads {"id":"A-1185","total":1}), the durable pull
-// consumers "billing", "loader", "shipping" and "refunds", the paused
-// consumer "audit", an unfinished recreate of the consumer "archive"
-// (deleted, not yet created again) and stream DEAD (dead.>, for dead
-// letters); $DIR is the store of
+// order-1234, on orders.us and orders.eu in turn; payloads
+// {"id":"A-1185","total":1}), the durable pull consumers "billing",
+// "loader", "shipping" and "refunds", "eu" and "us" (filtered; "us" has
+// handled the first three orders.us messages), the paused consumer
+// "audit", an unfinished recreate of the consumer "archive" (deleted, not
+// yet created again) and stream DEAD (dead.>, for dead letters); $DIR is
+// the store of
 // `jsctl demo --messages 30 --gap 50ms --keep`; ./data holds a stream ORDERS
 // for the serve example. Stubs for jq, curl and psql are on PATH.
 type readmeCase struct {
@@ -82,8 +84,16 @@ var readmeCases = map[string]readmeCase{
 	"jsctl consumer history ORDERS billing":                                      {},
 	"jsctl consumer reset ORDERS billing --to-previous --execute":                {},
 	"jsctl consumer recover ORDERS billing --execute":                            {},
-	"jsctl consumer recover ORDERS":                                              {},
-	"jsctl consumer recover ORDERS --execute":                                    {},
+	"jsctl consumer reset ORDERS loader --to-consumer billing --execute":         {},
+	"jsctl consumer reset ORDERS billing --to-seq 20 --pause --execute":          {},
+	"jsctl consumer reset ORDERS billing --to-seq 20 --pause":                    {},
+	"jsctl consumer reset --streams 'ORD*' --all --to-latest --pause":            {},
+	"jsctl consumer reset ORDERS eu --to-consumer us --execute": {exit: 5,
+		run: "jsctl consumer reset ORDERS us --to-seq 6 --execute >/dev/null && jsctl consumer reset ORDERS eu --to-earliest --execute >/dev/null && jsctl consumer reset ORDERS eu --to-consumer us --execute",
+		why: "earlier README lines move every consumer: us is moved to sequence 6, past its first us orders, and eu before the first eu order"},
+	"jsctl consumer reset --streams 'ORD*' --all --to-ack-floor --pause --execute": {},
+	"jsctl consumer recover ORDERS":           {},
+	"jsctl consumer recover ORDERS --execute": {},
 
 	"jsctl consume ORDERS billing --exec './bill.sh' --workers 8": {
 		run: "jsctl consume ORDERS billing --exec './bill.sh' --workers 8 --idle 1s", why: "without --idle it runs until stopped"},
@@ -141,9 +151,14 @@ var readmeCases = map[string]readmeCase{
 	"jsctl consumer check --streams 'ORD*' --all --format prometheus > /var/lib/node_exporter/jsctl.prom": {
 		run: "jsctl consumer check --streams 'ORD*' --all --format prometheus > jsctl.prom", why: "/var/lib/node_exporter is not the test's to write"},
 	`jsctl consumer snapshot save pre-deploy ORDERS --all --description "before billing v2.4"`: {},
-	"jsctl consumer snapshot ls ORDERS":       {},
-	"jsctl consumer snapshot show pre-deploy": {},
-	"jsctl consumer snapshot rm pre-deploy":   {},
+	"jsctl consumer snapshot ls ORDERS":                                    {},
+	"jsctl consumer snapshot show pre-deploy":                              {},
+	"jsctl consumer snapshot restore pre-deploy --execute":                 {},
+	"jsctl consumer snapshot restore pre-deploy":                           {},
+	"jsctl consumer snapshot restore pre-deploy billing --pause --execute": {},
+	"jsctl consumer snapshot restore NAME [CONSUMER...] [--from-file FILE] [--forget-acks] [--pause] [--execute]": {
+		synopsis: true, run: "jsctl consumer snapshot restore exported billing --from-file snap.json --forget-acks --pause --execute"},
+	"jsctl consumer snapshot rm pre-deploy": {},
 	"jsctl consumer pause STREAM CONSUMER [--until TIME | --for DURATION]": {
 		synopsis: true, run: "jsctl consumer pause ORDERS billing --until +1h && jsctl consumer resume ORDERS billing"},
 	"jsctl consumer resume STREAM CONSUMER": {synopsis: true},
@@ -332,6 +347,24 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 	fillReadmeStream(t, ctx, js)
 	for _, name := range []string{"billing", "loader", "shipping", "refunds"} {
 		if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"eu", "us"} {
+		if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: f, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "orders." + f}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	us, err := js.Consumer(ctx, "ORDERS", "us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := us.Fetch(3, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

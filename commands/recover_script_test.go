@@ -3,6 +3,7 @@ package commands_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -20,23 +21,25 @@ import (
 // recreate, the configuration it creates, starting by sequence N), by
 // ops@box with change id ID (default "c0ffee"). --delete then deletes the
 // consumer (killed between the delete and the create); --done makes the
-// recreate too (killed before the record was completed).
+// recreate too (killed before the record was completed); --paused makes it a
+// change made with --pause, killed after it paused the consumer.
 //
-//	consumer-intent STREAM CONSUMER --to-seq N [--method recreate|reset] [--id ID] [--delete|--done]
+//	consumer-intent STREAM CONSUMER --to-seq N [--method recreate|reset] [--id ID] [--delete|--done] [--paused]
 func cmdConsumerIntent(ts *testscript.TestScript, neg bool, args []string) {
 	opts, pos := flagArgs(ts, args, "to-seq", "method", "id")
 	if neg || len(pos) != 2 || opts["to-seq"] == nil {
-		ts.Fatalf("usage: consumer-intent STREAM CONSUMER --to-seq N [--method recreate|reset] [--id ID] [--delete|--done]")
+		ts.Fatalf("usage: consumer-intent STREAM CONSUMER --to-seq N [--method recreate|reset] [--id ID] [--delete|--done] [--paused]")
 	}
 	nc, js := scriptJS(ts)
 	ctx, cancel := scriptCtx()
 	defer cancel()
 	_, del := opts["delete"]
 	_, done := opts["done"]
+	_, paused := opts["paused"]
 	ts.Check(writeIntent(ctx, nc, js, intentSpec{
 		stream: pos[0], consumer: pos[1], seq: uint64(optInt(ts, opts, "to-seq", 0)),
 		method: reset.Method(optStr(opts, "method", "recreate")), id: optStr(opts, "id", "c0ffee"),
-		deleteConsumer: del || done, recreate: done,
+		deleteConsumer: del || done, recreate: done, paused: paused,
 	}))
 }
 
@@ -50,6 +53,9 @@ type intentSpec struct {
 	// recreate killed after its delete); recreate then creates it with the
 	// new configuration (killed before recording it).
 	deleteConsumer, recreate bool
+	// paused makes it a change made with --pause, which paused the
+	// consumer (until resumed) after writing the intent.
+	paused bool
 }
 
 // writeIntent writes the intent record of an unfinished change of an
@@ -77,6 +83,10 @@ func writeIntent(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, spe
 		From: reset.From{Delivered: info.Delivered.Stream, AckFloor: info.AckFloor.Stream},
 		To:   reset.To{Sequence: spec.seq}, Time: time.Now().UTC(), User: "ops", Host: "box",
 	}
+	until := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	if spec.paused {
+		in.Pause = &reset.PauseIntent{Until: until, Resume: true}
+	}
 	var newCfg map[string]any
 	if in.Method == reset.Recreate {
 		if err := json.Unmarshal(raw.Config, &newCfg); err != nil {
@@ -91,11 +101,17 @@ func writeIntent(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, spe
 		}
 		delete(newCfg, "opt_start_time")
 		newCfg["deliver_policy"], newCfg["opt_start_seq"] = "by_start_sequence", spec.seq
+		if spec.paused {
+			newCfg["pause_until"] = until
+		}
 		if in.NewConfig, err = json.Marshal(newCfg); err != nil {
 			return err
 		}
 	}
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: reset.IntentBucket, History: 1})
+	kv, err := js.KeyValue(ctx, reset.IntentBucket) // made by an earlier jsctl run
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: reset.IntentBucket, History: 1})
+	}
 	if err != nil {
 		return err
 	}
@@ -105,6 +121,11 @@ func writeIntent(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, spe
 	}
 	if _, err := kv.Create(ctx, reset.HistoryKey(stream, name), val); err != nil {
 		return err
+	}
+	if spec.paused {
+		if _, err := js.PauseConsumer(ctx, stream, name, until); err != nil {
+			return err
+		}
 	}
 	if spec.deleteConsumer {
 		if err := js.DeleteConsumer(ctx, stream, name); err != nil {

@@ -58,6 +58,8 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"consumer-intent":         cmdConsumerIntent,
 		"acks-wait":               cmdAcksWait,
 		"stream-msg":              cmdStreamMsg,
+		"stream-purge":            cmdStreamPurge,
+		"consumer-waited":         cmdConsumerWaited,
 	}
 }
 
@@ -71,6 +73,7 @@ func setupScript(env *testscript.Env) error {
 	}
 	ss := &scriptServer{srv: s, store: store, port: s.Addr().(*net.TCPAddr).Port}
 	env.Values[serverKey{}] = ss
+	env.Values[waitKey{}] = map[string]*nats.Subscription{}
 	env.Defer(func() {
 		if ss.srv != nil {
 			ss.srv.Shutdown()

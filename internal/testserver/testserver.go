@@ -3,8 +3,8 @@
 package testserver
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"

@@ -1,7 +1,7 @@
 // Package positions makes durable consumers' positions first-class objects:
 // they can be paused and resumed, checked against thresholds, and saved in
-// snapshots that are later compared with where each consumer is now (and,
-// in a later step, restored through jsutil/reset).
+// snapshots that are later compared with where each consumer is now and
+// restored through jsutil/reset.
 //
 // # Selection
 //
@@ -40,9 +40,10 @@
 //
 // The document holds what a restore needs: the next delivery is the saved
 // ack floor + 1 (ConsumerSnapshot.NextSequence), and a consumer deleted
-// since can be created again from its saved configuration with that start.
-// Restore will go through jsutil/reset (plan, execute, verify, history), so
-// it can be previewed and undone like any other move.
+// since is created again from its saved configuration. PlanRestore plans
+// the restore through jsutil/reset (one plan per stream; reset.Execute
+// applies them: intent record, verification, history), so it is previewed,
+// crash-safe and undone like any other move.
 //
 // Compare tells, for each consumer of a snapshot, how far it has moved
 // since (messages within its filter, sequences and time) and how its

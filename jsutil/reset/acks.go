@@ -28,17 +28,23 @@ func (p *planner) ackStore(ctx context.Context) (*acks.Store, error) {
 }
 
 // ackRange is the scope and the range of stream sequences the change
-// replays (the target up to what the consumer has delivered); ok is false
-// when nothing is replayed.
+// replays (the target up to what the consumer has delivered; for a
+// consumer created from a saved configuration, which may have delivered
+// anything before it was deleted, up to the stream's last message); ok is
+// false when nothing is replayed.
 func (p *planner) ackRange(c *Change) (scope string, from, to uint64, ok bool) {
-	if c.To.Sequence > c.From.Delivered {
+	upTo := c.From.Delivered
+	if c.Method == Create {
+		upTo = p.info.State.LastSeq
+	}
+	if c.To.Sequence > upTo {
 		return "", 0, 0, false
 	}
 	scope = acks.DefaultScope(c.Stream, c.Consumer)
 	if p.opts.AcksScope != "" {
 		scope = acks.ScopeName(p.opts.AcksScope)
 	}
-	return scope, c.To.Sequence, c.From.Delivered, true
+	return scope, c.To.Sequence, upTo, true
 }
 
 // countAcks fills AckRecordsInRange: the ack records (jsutil/acks) that

@@ -138,3 +138,56 @@ func waitLeaderOf(t testing.TB, js jetstream.JetStream, stream, name string) str
 	})
 	return leader
 }
+
+// TestClusterR3Pause: --pause on a replicated consumer of an R3 stream
+// that a live client reads from, in place and by recreate. The pause API
+// answers before the cluster applies it, so the change waits for the
+// consumer leader to report it paused; the consumer ends resumed, with its
+// configuration, and the client's next message is the target.
+func TestClusterR3Pause(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	c := testserver.StartCluster(t, 3)
+	nc, err := nats.Connect(c.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 3)
+	publish(t, js, "orders.eu", 100, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "live", Description: "r3", MaxAckPending: 5})
+	waitLeaderOf(t, js, "ORDERS", "live")
+	before := configWithoutStart(t, js, "ORDERS", "live")
+	for i, method := range []Method{Reset, Recreate} {
+		pl := startPuller(t, js, "ORDERS", "live", 2*time.Millisecond)
+		testserver.WaitFor(t, 10*time.Second, "the puller to be busy", func() bool { return pl.count() >= 10 })
+		var atReset int
+		opts := Options{Method: method, Pause: true, DrainTimeout: 10 * time.Second,
+			crash: func(step string) bool {
+				if step == "paused" {
+					atReset = pl.count()
+				}
+				return false
+			}}
+		target := uint64(3 + i)
+		p := mustRun(t, js, "ORDERS", []string{"live"}, Target{Kind: ToSeq, Seq: target}, opts)
+		if c := p.Changes[0]; !c.Pause.Resumed {
+			t.Fatalf("%s: not resumed: %+v", method, c.Pause)
+		}
+		if method == Reset {
+			testserver.WaitFor(t, 5*time.Second, "the client's next message", func() bool { return pl.count() > atReset })
+			if got := pl.at(atReset); got != target {
+				t.Fatalf("%s: the client's next message %d, want %d", method, got, target)
+			}
+		}
+		if i := info(t, js, "ORDERS", "live"); i.Paused || i.Cluster == nil || len(i.Cluster.Replicas) != 2 {
+			t.Fatalf("%s: paused %v, cluster %+v", method, i.Paused, i.Cluster)
+		}
+		sameConfig(t, before, configWithoutStart(t, js, "ORDERS", "live"))
+	}
+}

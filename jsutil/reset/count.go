@@ -89,12 +89,18 @@ func (p *planner) count(ctx context.Context, c *Change) error {
 // Where none applies it counts sequence numbers, an upper bound, and says so
 // in a warning.
 func (p *planner) countFrom(ctx context.Context, c *Change, seq uint64) (uint64, error) {
+	return p.countFiltered(ctx, c, c.Filters, seq)
+}
+
+// countFiltered is countFrom with the given filters (none: all subjects)
+// instead of the consumer's own; warnings go to c.
+func (p *planner) countFiltered(ctx context.Context, c *Change, filters []string, seq uint64) (uint64, error) {
 	st := p.info.State
 	last := st.LastSeq
 	if seq > last {
 		return 0, nil
 	}
-	key := fmt.Sprintf("%d|%s", seq, strings.Join(c.Filters, " "))
+	key := fmt.Sprintf("%d|%s", seq, strings.Join(filters, " "))
 	p.mu.Lock()
 	n, ok := p.counts[key]
 	p.mu.Unlock()
@@ -105,19 +111,19 @@ func (p *planner) countFrom(ctx context.Context, c *Change, seq uint64) (uint64,
 	cfg := p.info.Config
 	var err error
 	switch {
-	case len(c.Filters) == 0 && st.NumDeleted == 0:
+	case len(filters) == 0 && st.NumDeleted == 0:
 		n = bySeq
-	case cfg.AllowDirect && len(c.Filters) <= 1:
+	case cfg.AllowDirect && len(filters) <= 1:
 		filter := ">"
-		if len(c.Filters) == 1 {
-			filter = c.Filters[0]
+		if len(filters) == 1 {
+			filter = filters[0]
 		}
 		n, err = p.directCount(ctx, seq, filter)
 	case cfg.Retention == jetstream.WorkQueuePolicy:
 		n = bySeq
 		c.warn("counted by sequence numbers (at most %d messages): on a work-queue stream only the stream's direct get (allow_direct) can count this consumer's messages, and this stream does not allow it", n)
 	default:
-		n, err = p.consumerCount(ctx, c, seq)
+		n, err = p.consumerCount(ctx, c, filters, seq)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -134,7 +140,7 @@ func (p *planner) countFrom(ctx context.Context, c *Change, seq uint64) (uint64,
 
 // consumerCount asks a temporary consumer (memory, R1, no acks, a short
 // inactive threshold) starting at seq for its pending count.
-func (p *planner) consumerCount(ctx context.Context, c *Change, seq uint64) (uint64, error) {
+func (p *planner) consumerCount(ctx context.Context, c *Change, filters []string, seq uint64) (uint64, error) {
 	cfg := jetstream.ConsumerConfig{
 		Name:              TempPrefix + "count_" + newID(),
 		Description:       "jsctl: counts messages for a reset plan (temporary)",
@@ -145,10 +151,10 @@ func (p *planner) consumerCount(ctx context.Context, c *Change, seq uint64) (uin
 		MemoryStorage:     true,
 		Replicas:          1,
 	}
-	if len(c.Filters) == 1 {
-		cfg.FilterSubject = c.Filters[0]
+	if len(filters) == 1 {
+		cfg.FilterSubject = filters[0]
 	} else {
-		cfg.FilterSubjects = c.Filters
+		cfg.FilterSubjects = filters
 	}
 	cons, err := p.stream.CreateConsumer(ctx, cfg)
 	if err != nil {

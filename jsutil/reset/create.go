@@ -130,7 +130,7 @@ func (p *planner) completeCreate(ctx context.Context, c *Change, cfg rawConfig, 
 	if !ok {
 		c.warn("its deliver policy cannot start there (%s): it is created starting by sequence %d", reason, c.To.Sequence)
 	}
-	return nil
+	return p.countAcks(ctx, c)
 }
 
 // createIntent is what a Create change makes: its saved configuration,

@@ -49,4 +49,24 @@
 // Because history keeps each change's full configuration, --to-previous
 // rebuilds a consumer that no longer exists, and PlanMoves creates
 // consumers from saved configurations (a snapshot) with the same steps.
+//
+// # Pausing instead of forcing
+//
+// With Options.Pause a consumer a client is reading from is paused for its
+// change rather than refused (or moved under the client, as Force does):
+// the intent record says so, the consumer is paused, its unacknowledged
+// deliveries are waited for (Options.DrainTimeout), the change is made,
+// verified and recorded, and the consumer is resumed (unless
+// Options.KeepPaused) before the intent record goes. See pause.go.
+//
+// # Copying a position
+//
+// A ToConsumer target takes each consumer to where another consumer of the
+// stream is (its ack floor + 1, or its delivered + 1). Where the two
+// filters differ the plan warns, and it refuses (unless Force) a move that
+// skips messages this consumer's filter takes and the source's does not,
+// counted exactly (copy.go).
+//
+// PlanSet and ReadPlans show and read the plans of several streams as one
+// document (consumer reset --streams, consumer snapshot restore).
 package reset

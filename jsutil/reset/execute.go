@@ -132,6 +132,7 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 		if err := x.createIntent(ctx, c, in); err != nil {
 			return err
 		}
+		in.Forget = x.forgetRange(c)
 		c.unsure = true // it may be missing because a crash half wrote it
 	} else {
 		// The intent keeps exactly what the server holds now.
@@ -143,6 +144,7 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 		in.Config, in.Created = st.raw.json(), st.createdAt()
 		in.FromStart = startOf(st.info.Config)
 		in.Forget = x.forgetRange(c)
+		in.Pause = x.pauseIntent(c, st)
 		if c.Method == Reset && x.lacksAPI.Load() && x.opts.Method == Auto {
 			c.Method, c.Reason = Recreate, "the server has no consumer reset API"
 		}
@@ -157,6 +159,19 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 	c.ChangeID = in.ID
 	if x.crash("intent") {
 		return errCrashed
+	}
+	if in.Pause != nil {
+		pst, err := x.beginPause(ctx, c, in)
+		if err == nil {
+			err = x.afterPause(ctx, c, in, pst)
+		}
+		if err != nil {
+			return x.conclude(ctx, c, in, unchanged, err)
+		}
+		st = pst
+		if x.crash("paused") {
+			return errCrashed
+		}
 	}
 	if err := x.forgetAcks(ctx, c, in.Forget); err != nil {
 		return x.conclude(ctx, c, in, unchanged, err)
@@ -204,9 +219,29 @@ func (x *executor) fallBack(c *Change, err error) bool {
 	return false
 }
 
+// afterPause takes the consumer as it is once paused (st): a live client
+// may have moved it since the plan was made, and the intent records where
+// it really was before the change (undo returns there). The target stays
+// as planned.
+func (x *executor) afterPause(ctx context.Context, c *Change, in *Intent, st *consumerState) error {
+	c.state = st
+	d, a := st.info.Delivered.Stream, st.info.AckFloor.Stream
+	if d == c.From.Delivered && a == c.From.AckFloor {
+		return nil
+	}
+	c.warn("it moved while being paused (delivered %d, ack floor %d; planned from %d and %d); the target stays %d as planned", d, a, c.From.Delivered, c.From.AckFloor, c.To.Sequence)
+	c.From = From{Delivered: d, AckFloor: a, AckFloorTime: x.msgTime(ctx, a)}
+	in.From, in.Forget = c.From, x.forgetRange(c)
+	return x.intents.update(ctx, in)
+}
+
 // recreateIntent fills in what a recreate will create.
 func (x *executor) recreateIntent(c *Change, in *Intent, st *consumerState) {
 	oldCfg := st.raw.withoutServerMetadata()
+	if in.Pause != nil {
+		// Created paused, as the consumer is during the change.
+		oldCfg.set("pause_until", in.Pause.Until)
+	}
 	var start time.Time
 	if c.StartTime != nil {
 		start = *c.StartTime
@@ -230,6 +265,13 @@ func (x *executor) conclude(ctx context.Context, c *Change, in *Intent, out outc
 	case unsettled:
 		return err
 	case unchanged, restored:
+		if c.pauseSent {
+			// Nothing changed (or it was put back): resume it, even
+			// with --keep-paused. Left paused, the intent stays.
+			if perr := x.endPause(ctx, c, in, true); perr != nil {
+				return fmt.Errorf("%w; it is left paused (resuming it failed: %v): %s resumes it", err, perr, RecoverCommand(c.Stream, c.Consumer))
+			}
+		}
 		if cerr := x.intents.complete(ctx, in); cerr != nil {
 			c.warn("the intent record could not be removed (%v); %s clears it", cerr, RecoverCommand(c.Stream, c.Consumer))
 		}
@@ -250,7 +292,11 @@ func (x *executor) conclude(ctx context.Context, c *Change, in *Intent, out outc
 func (x *executor) recordAndComplete(ctx context.Context, c *Change, in *Intent, recovered bool) (bool, error) {
 	var newCfg []byte
 	if c.proof != nil {
-		newCfg = c.proof.raw.json()
+		cfg := c.proof.raw
+		if in.Pause != nil && in.Pause.Resume {
+			cfg = cfg.withoutPause() // resumed below
+		}
+		newCfg = cfg.json()
 	}
 	err := x.record(ctx, Record{
 		Stream: c.Stream, Consumer: c.Consumer, Time: x.opts.Now().UTC(), Method: c.Method,
@@ -264,6 +310,9 @@ func (x *executor) recordAndComplete(ctx context.Context, c *Change, in *Intent,
 	}
 	if x.crash("recorded") {
 		return true, errCrashed
+	}
+	if err := x.endPause(ctx, c, in, false); err != nil {
+		return true, jsutil.Wrap(err, "reset consumer %q on %q: the change was made and recorded, but resuming the consumer failed: it is left paused until %s resumes it", c.Consumer, c.Stream, RecoverCommand(c.Stream, c.Consumer))
 	}
 	if err := x.intents.complete(ctx, in); err != nil {
 		c.warn("the change was made and recorded, but its intent record could not be removed (%v); %s clears it", err, RecoverCommand(c.Stream, c.Consumer))

@@ -69,6 +69,11 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 			return nil, err
 		}
 		c.UndoOf, c.RestoreStart = s.UndoOf, s.RestoreStart
+		if s.Source != nil {
+			src := *s.Source
+			src.Uncovered = 0 // counted again
+			c.Source = &src
+		}
 		p.opts.Method = opts.Method
 		if opts.Method == Auto && (s.Method == Reset || s.Method == Recreate) {
 			p.opts.Method = s.Method

@@ -59,10 +59,14 @@ type Intent struct {
 	// messages while the consumer is recreated.
 	Hold string `json:"hold,omitempty"`
 	// Forget is the range of ack records the change forgets first.
-	Forget *Forget   `json:"forget_acks,omitempty"`
-	Time   time.Time `json:"time"`
-	User   string    `json:"user"`
-	Host   string    `json:"host"`
+	Forget *Forget `json:"forget_acks,omitempty"`
+	// Pause is the pause the change sets (Options.Pause): the consumer
+	// stays paused until the change is finished, then is resumed if
+	// Pause.Resume.
+	Pause *PauseIntent `json:"pause,omitempty"`
+	Time  time.Time    `json:"time"`
+	User  string       `json:"user"`
+	Host  string       `json:"host"`
 
 	revision uint64
 }
@@ -77,20 +81,27 @@ type Unfinished struct {
 	User     string    `json:"user"`
 	Host     string    `json:"host"`
 	To       To        `json:"to"`
+	// Paused says the change paused the consumer (--pause): it stays
+	// paused until the change is finished.
+	Paused bool `json:"paused,omitempty"`
 	// Command finishes it.
 	Command string `json:"command"`
 }
 
 // String says it for people, naming the command that finishes it.
 func (u Unfinished) String() string {
-	return fmt.Sprintf("consumer %q on %q has an unfinished %s (change %s, started %s by %s@%s); finish it with: %s",
-		u.Consumer, u.Stream, u.Method, u.ChangeID, u.Started.UTC().Format(time.RFC3339), u.User, u.Host, u.Command)
+	paused := ""
+	if u.Paused {
+		paused = ", and it paused the consumer"
+	}
+	return fmt.Sprintf("consumer %q on %q has an unfinished %s (change %s, started %s by %s@%s%s); finish it with: %s",
+		u.Consumer, u.Stream, u.Method, u.ChangeID, u.Started.UTC().Format(time.RFC3339), u.User, u.Host, paused, u.Command)
 }
 
 func (in *Intent) unfinished() Unfinished {
 	return Unfinished{
 		ChangeID: in.ID, Stream: in.Stream, Consumer: in.Consumer, Method: in.Method,
-		Started: in.Time.UTC(), User: in.User, Host: in.Host, To: in.To,
+		Started: in.Time.UTC(), User: in.User, Host: in.Host, To: in.To, Paused: in.Pause != nil,
 		Command: RecoverCommand(in.Stream, in.Consumer),
 	}
 }

@@ -16,6 +16,13 @@ type Options struct {
 	// Force allows refused changes: busy consumers and forward moves that
 	// can remove messages from interest or work-queue streams.
 	Force bool
+	// Pause pauses each consumer for its change instead of refusing it when
+	// a client is reading from it (see PauseStep): paused, its deliveries
+	// settled (at most DrainTimeout), changed, verified, then resumed, or
+	// left paused with KeepPaused.
+	Pause        bool
+	DrainTimeout time.Duration // default 30s
+	KeepPaused   bool
 	// ForgetAcks deletes the ack records of the replayed range (jsutil/acks)
 	// before moving a consumer back.
 	ForgetAcks bool
@@ -59,9 +66,10 @@ type Options struct {
 	// "reset"), drops the server's reply to that request after the server
 	// applied it, as a lost reply would.
 	lose func(op string) bool
-	// crash, when it returns true at a step ("intent", "deleted",
-	// "created", "applied", "recorded"), stops the change there as if the
-	// process died: nothing is restored or completed.
+	// crash, when it returns true at a step ("intent", "paused",
+	// "deleted", "created", "applied", "recorded", "waking"), stops the
+	// change there as if the process died: nothing is restored or
+	// completed.
 	crash func(step string) bool
 }
 
@@ -86,6 +94,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Settle <= 0 {
 		o.Settle = 30 * time.Second
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 30 * time.Second
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8

@@ -106,6 +106,10 @@ type Change struct {
 	// DeliveredSince counts the messages the consumer delivered between
 	// the verified change and a last look at its info (a live client).
 	DeliveredSince uint64 `json:"delivered_since,omitempty"`
+	// Source is the consumer whose position a ToConsumer target copies.
+	Source *Source `json:"source,omitempty"`
+	// Pause is what the change does about pausing (Options.Pause).
+	Pause *PauseStep `json:"pause,omitempty"`
 
 	refusal error
 	state   *consumerState
@@ -118,6 +122,8 @@ type Change struct {
 	// unsure marks a change that may follow a server crash (see
 	// confirmCreate).
 	unsure bool
+	// pauseSent says a pause request was sent for the change.
+	pauseSent bool
 }
 
 func (c *Change) warn(format string, args ...any) {
@@ -174,6 +180,11 @@ type planner struct {
 	acks     *acks.Store
 	acksErr  error
 	history  jetstream.KeyValue
+
+	// src is the consumer a ToConsumer target copies (read once).
+	srcOnce sync.Once
+	src     *consumerState
+	srcErr  error
 
 	progressMu sync.Mutex
 }
@@ -277,6 +288,9 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 	if all == (len(consumers) > 0) {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "name consumers or pass --all, not both or neither")
 	}
+	if target.Kind == ToConsumer && slices.Contains(consumers, target.Consumer) {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "reset consumer %q on %q: it cannot take its position from itself", target.Consumer, stream)
+	}
 	p, err := newPlanner(ctx, js, stream, opts)
 	if err != nil {
 		return nil, jsutil.Wrap(err, "reset consumers on %q", stream)
@@ -290,6 +304,9 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 			if ci.Config.Durable == "" {
 				plan.Skipped = append(plan.Skipped, ci.Name)
 				continue
+			}
+			if target.Kind == ToConsumer && ci.Name == target.Consumer {
+				continue // the source stays where it is
 			}
 			consumers = append(consumers, ci.Name)
 		}
@@ -412,6 +429,11 @@ func (p *planner) complete(ctx context.Context, c *Change, target Target, seq ui
 	if err := p.countAcks(ctx, c); err != nil {
 		return err
 	}
+	if c.Source != nil {
+		if err := p.compareSource(ctx, c); err != nil {
+			return err
+		}
+	}
 	p.checkRefusals(c)
 	return nil
 }
@@ -469,6 +491,8 @@ func (p *planner) resolve(ctx context.Context, c *Change, target Target) (uint64
 		return st.LastSeq + 1, nil
 	case ToAckFloor:
 		return c.From.AckFloor + 1, nil
+	case ToConsumer:
+		return p.resolveSource(ctx, c, target)
 	case ToPrevious:
 		rec, err := Last(ctx, p.js, p.opts.HistoryBucket, c.Stream, c.Consumer)
 		if err != nil {
@@ -493,17 +517,25 @@ func filters(cfg jetstream.ConsumerConfig) []string {
 	return cfg.FilterSubjects
 }
 
-// checkRefusals records what the change may not do without --force.
+// checkRefusals records what the change may not do without --force, and
+// the pause step of a change made with Options.Pause (which then needs no
+// --force for a busy consumer).
 func (p *planner) checkRefusals(c *Change) {
 	info := c.state.info
+	if p.opts.Pause {
+		c.Pause = p.pausePlan(c.state)
+	}
 	if p.opts.Force {
 		return
 	}
-	if info.NumWaiting > 0 {
-		c.refuse(jsutil.ErrConflict, "%d pull requests are waiting (a client is consuming); stop it or pass --force", info.NumWaiting)
+	if info.NumWaiting > 0 && !p.opts.Pause {
+		c.refuse(jsutil.ErrConflict, "%d pull requests are waiting (a client is consuming); stop it, or pass --pause to pause it during the change (or --force)", info.NumWaiting)
 	}
-	if info.PushBound {
-		c.refuse(jsutil.ErrConflict, "a push subscriber is bound (a client is consuming); stop it or pass --force")
+	if info.PushBound && !p.opts.Pause {
+		c.refuse(jsutil.ErrConflict, "a push subscriber is bound (a client is consuming); stop it, or pass --pause to pause it during the change (or --force)")
+	}
+	if s := c.Source; s != nil && s.Uncovered > 0 {
+		c.refuse(jsutil.ErrConflict, "copying the %s of %q skips %d messages that this consumer's filter takes and %q's does not (neither consumer has handled them); pass --force to accept", positionWords(s.Position), s.Consumer, s.Uncovered, s.Consumer)
 	}
 	ret := p.info.Config.Retention
 	if ret != jetstream.LimitsPolicy && c.Skip > 0 {

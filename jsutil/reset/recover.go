@@ -47,11 +47,15 @@ type RecoverChange struct {
 	State    string    `json:"state"`
 	Action   string    `json:"action"`
 	// Reason says what was found, for people.
-	Reason   string   `json:"reason"`
-	Applied  bool     `json:"applied"`
-	Verified bool     `json:"verified"`
-	Recorded bool     `json:"recorded"`
-	Done     bool     `json:"done"`
+	Reason   string `json:"reason"`
+	Applied  bool   `json:"applied"`
+	Verified bool   `json:"verified"`
+	Recorded bool   `json:"recorded"`
+	Done     bool   `json:"done"`
+	// Resume says the change paused the consumer (--pause) and finishing
+	// it resumes it; Resumed that it was resumed.
+	Resume   bool     `json:"resume,omitempty"`
+	Resumed  bool     `json:"resumed,omitempty"`
 	Warnings []string `json:"warnings"`
 	Error    string   `json:"error,omitempty"`
 
@@ -115,23 +119,37 @@ func newRecoverChange(in *Intent) *RecoverChange {
 	return &RecoverChange{
 		ChangeID: in.ID, Stream: in.Stream, Consumer: in.Consumer, Method: in.Method,
 		Started: in.Time.UTC(), User: in.User, Host: in.Host, From: in.From, To: in.To,
-		Warnings: []string{}, intent: in,
+		Warnings: []string{}, intent: in, Resume: in.Pause != nil && in.Pause.Resume,
 	}
 }
 
 // change is the Change that finishing rc makes.
 func (rc *RecoverChange) change() *Change {
 	in := rc.intent
-	return &Change{
+	c := &Change{
 		Stream: in.Stream, Consumer: in.Consumer, Method: in.Method, From: in.From, To: in.To,
 		StartTime: in.StartTime, UndoOf: in.UndoOf, ChangeID: in.ID, Warnings: []string{}, state: rc.state,
 		unsure: true, // an interrupted run: the server may have crashed too
 	}
+	if in.Pause != nil {
+		c.Pause = &PauseStep{Resume: in.Pause.Resume, Paused: true}
+	}
+	return c
 }
 
 // classify finds out what state the consumer is in and what finishing the
 // change does.
 func (x *executor) classify(ctx context.Context, rc *RecoverChange) error {
+	if err := x.classifyState(ctx, rc); err != nil {
+		return err
+	}
+	if rc.Resume && rc.State != StateNoStream {
+		rc.Reason += "; then resume it (the change paused it)"
+	}
+	return nil
+}
+
+func (x *executor) classifyState(ctx context.Context, rc *RecoverChange) error {
 	in := rc.intent
 	if ok, err := recorded(ctx, x.js, x.opts.HistoryBucket, in.Stream, in.Consumer, in.ID); err != nil {
 		return jsutil.Wrap(err, "recover consumer %q on %q: read its history", in.Consumer, in.Stream)
@@ -152,9 +170,14 @@ func (x *executor) classify(ctx context.Context, rc *RecoverChange) error {
 	c := rc.change()
 	oldCfg, _ := rawOf(in.Config)
 	newCfg, move, _ := in.creates()
+	cur := st.raw
+	if in.Pause != nil {
+		// The change paused it: its pause is not someone else's change.
+		cur, oldCfg, newCfg = cur.withoutPause(), oldCfg.withoutPause(), newCfg.withoutPause()
+	}
 	atTarget := x.atTarget(ctx, c, st.info, in.To.Sequence)
 	switch {
-	case in.Method == Reset && len(oldCfg) > 0 && !sameExceptStart(st.raw, oldCfg):
+	case in.Method == Reset && len(oldCfg) > 0 && !sameExceptStart(cur, oldCfg):
 		rc.State, rc.Action, rc.Reason = StateOther, ActLeave, "its configuration was changed by someone else since: left as it is"
 	case in.Method == Reset && atTarget:
 		rc.State, rc.Action, rc.Reason = StateTarget, ActRecord, "reset in place and at the target: record it"
@@ -164,7 +187,7 @@ func (x *executor) classify(ctx context.Context, rc *RecoverChange) error {
 	case st.madeAt(in.Created):
 		rc.State, rc.Action = StateOld, ActRecreate
 		rc.Reason = fmt.Sprintf("not deleted yet: recreate it, next delivery %d", in.To.Sequence)
-	case !sameExceptStart(st.raw, newCfg):
+	case !sameExceptStart(cur, newCfg):
 		rc.State, rc.Action, rc.Reason = StateOther, ActLeave, "recreated by someone else with another configuration since: left as it is"
 	case atTarget:
 		rc.State, rc.Action, rc.Reason = StateTarget, ActRecord, "recreated and at the target: record it"
@@ -236,6 +259,17 @@ func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange) err
 		return nil
 	}
 	if rc.Action == ActClear || rc.Action == ActLeave {
+		if x != nil {
+			// Resume a consumer the change paused before the record
+			// that says so goes.
+			c := rc.change()
+			err := x.endPause(ctx, c, in, false)
+			rc.Resumed = c.Pause != nil && c.Pause.Resumed
+			rc.Warnings = append(rc.Warnings, c.Warnings...)
+			if err != nil {
+				return jsutil.Wrap(err, "recover consumer %q on %q: resume it", in.Consumer, in.Stream)
+			}
+		}
 		if err := s.complete(ctx, in); err != nil {
 			return err
 		}
@@ -283,8 +317,9 @@ func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange) err
 		c.Applied = true
 		x.verify(ctx, c)
 		rc.Recorded, err = x.recordAndComplete(ctx, c, in, true)
-		rc.Done = rc.Recorded
+		rc.Done = rc.Recorded && err == nil
 	}
+	rc.Resumed = c.Pause != nil && c.Pause.Resumed
 	// Anything short of done keeps the intent record: it is what a
 	// later recover needs.
 	rc.Applied, rc.Verified = c.Applied, c.Verified

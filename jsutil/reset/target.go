@@ -24,6 +24,13 @@ const (
 	ToAckFloor Kind = "ack-floor" // redeliver everything not acknowledged
 	ToPrevious Kind = "previous"  // undo the last recorded reset
 	ToSaved    Kind = "saved"     // each consumer to a sequence of its own (PlanMoves)
+	ToConsumer Kind = "consumer"  // where another consumer of the stream is (Consumer, Position)
+)
+
+// Positions of another consumer that a ToConsumer target copies.
+const (
+	PositionAckFloor  = "ack-floor" // its ack floor + 1: what it has not had acknowledged
+	PositionDelivered = "delivered" // its delivered sequence + 1: what it has not delivered
 )
 
 // Seek modes for time targets (as in jsutil/seek).
@@ -41,6 +48,12 @@ type Target struct {
 	Duration time.Duration `json:"duration,omitempty"`
 	Seq      uint64        `json:"sequence,omitempty"`
 	Shift    int64         `json:"shift,omitempty"`
+	// Consumer and Position are a ToConsumer target's source consumer
+	// and which of its positions is copied ("" = PositionAckFloor).
+	Consumer string `json:"consumer,omitempty"`
+	Position string `json:"position,omitempty"`
+	// Snapshot names the snapshot a ToSaved target restores, if any.
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // Validate checks that the target is complete.
@@ -57,6 +70,15 @@ func (t Target) Validate() error {
 	case ToSeq:
 		if t.Seq == 0 {
 			return jsutil.Errorf(jsutil.ErrBadInput, "a sequence target needs a sequence of at least 1")
+		}
+	case ToConsumer:
+		if t.Consumer == "" {
+			return jsutil.Errorf(jsutil.ErrBadInput, "a consumer target needs the consumer whose position to copy")
+		}
+		switch t.Position {
+		case "", PositionAckFloor, PositionDelivered:
+		default:
+			return jsutil.Errorf(jsutil.ErrBadInput, "unknown position %q: use %s or %s", t.Position, PositionAckFloor, PositionDelivered)
 		}
 	case ShiftBy, ToEarliest, ToLatest, ToAckFloor, ToPrevious, ToSaved:
 	default:
@@ -82,9 +104,30 @@ func (t Target) String() string {
 	case ShiftBy:
 		return fmt.Sprintf("shift by %+d", t.Shift)
 	case ToSaved:
+		if t.Snapshot != "" {
+			return fmt.Sprintf("snapshot %s", t.Snapshot)
+		}
 		return "saved positions"
+	case ToConsumer:
+		return fmt.Sprintf("consumer %s's %s", t.Consumer, positionWords(t.position()))
 	}
 	return string(t.Kind)
+}
+
+// positionWords names a position for people.
+func positionWords(p string) string {
+	if p == PositionDelivered {
+		return "delivered position"
+	}
+	return "ack floor"
+}
+
+// position is the source position a ToConsumer target copies.
+func (t Target) position() string {
+	if t.Position == "" {
+		return PositionAckFloor
+	}
+	return t.Position
 }
 
 func (t Target) mode() string {

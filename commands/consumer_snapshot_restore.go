@@ -1,0 +1,126 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/positions"
+	"github.com/jsctl/jsctl/jsutil/reset"
+)
+
+// ConsumerSnapshotRestoreCmd returns consumers to the positions a snapshot
+// saved.
+type ConsumerSnapshotRestoreCmd struct {
+	Name       string   `arg:"" predictor:"snapshot" help:"Snapshot to restore (with --from-file: the name the file holds)."`
+	Consumers  []string `arg:"" optional:"" predictor:"snapshot-consumer" help:"Only these consumers of the snapshot: CONSUMER, or STREAM/CONSUMER for a name it holds on several streams (default: all)."`
+	FromFile   string   `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Restore the snapshot exported to FILE (snapshot save --export) instead of the stored one."`
+	Execute    bool     `name:"execute" help:"Apply the plan (without it the plan is only printed)."`
+	DryRun     bool     `name:"dry-run" help:"Only print the plan, without asking, even at a terminal (the default without a terminal)."`
+	Method     string   `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
+	Force      bool     `name:"force" help:"Move busy consumers while clients read from them (prefer --pause), and accept moves that skip messages for good."`
+	ForgetAcks bool     `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
+	AcksBucket string   `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket."`
+	Export     string   `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE (apply it with jsctl consumer reset --from-file FILE --execute)."`
+	pauseFlags
+}
+
+// Help is the long help of consumer snapshot restore.
+func (ConsumerSnapshotRestoreCmd) Help() string {
+	return `Returns the consumers of a snapshot (all, or those named) to where it saved
+them: each one's next delivery becomes its saved ack floor + 1 (the RESTORE TO
+column of snapshot save), and a consumer deleted since is created again from its
+saved configuration (every field, as the server returned it). A saved position
+the stream no longer holds is clamped to the stream's first message, with a
+warning.
+
+It is a consumer reset like any other, with the same plan, guards and output:
+without --execute it prints the plan and changes nothing (at a terminal it asks);
+each change writes an intent record first (a killed run is finished by jsctl
+consumer recover), is verified from the server's reply and recorded in the
+consumer's history (jsctl consumer reset STREAM CONSUMER --to-previous undoes
+it). A consumer a client is reading from is refused unless --pause (pause it for
+the change, then resume it) or --force. --forget-acks forgets the ack records of
+the replayed range (jsctl consume) so the handler runs again.
+
+--from-file FILE restores a snapshot written with "snapshot save --export FILE"
+(NAME must be the name the file holds). A consumer whose configuration differs
+from the saved one keeps its configuration; only its position changes (the plan
+warns). --json prints {"streams", "target": {"kind": "saved", "snapshot"},
+"executed", "changes": [...]} with the changes of consumer reset --json.
+
+Examples:
+  jsctl consumer snapshot restore pre-deploy                       # the plan
+  jsctl consumer snapshot restore pre-deploy --execute
+  jsctl consumer snapshot restore pre-deploy billing --pause --execute
+  jsctl consumer snapshot restore pre-deploy --from-file pre-deploy.json --forget-acks --execute`
+}
+
+// Validate checks the name and the flag combinations.
+func (c *ConsumerSnapshotRestoreCmd) Validate() error {
+	if err := positions.CheckSnapshotName(c.Name); err != nil {
+		return err
+	}
+	if err := c.pauseFlags.validate(); err != nil {
+		return err
+	}
+	if c.Execute && c.DryRun {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--execute and --dry-run cannot be used together")
+	}
+	if c.Export != "" && c.Execute {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--export writes a plan for review and never applies it: drop --execute, then apply the file with jsctl consumer reset --from-file FILE --execute")
+	}
+	return nil
+}
+
+// Run plans the restore, prints it and (with --execute or a confirmation)
+// applies it.
+func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	var snap *positions.Snapshot
+	if c.FromFile != "" {
+		data, err := readBounded(c.FromFile, "snapshot")
+		if err != nil {
+			return err
+		}
+		if snap, err = positions.Decode(c.FromFile, data); err != nil {
+			return err
+		}
+		if snap.Name != c.Name {
+			return jsutil.Errorf(jsutil.ErrBadInput, "snapshot file %q holds snapshot %q, not %q: name the snapshot it holds", c.FromFile, snap.Name, c.Name)
+		}
+	}
+	cl, err := env.Client(ctx)
+	if err != nil {
+		return err
+	}
+	if snap == nil {
+		if snap, err = positions.Get(ctx, cl.JS, c.Name, positionsOptions(env, "")); err != nil {
+			return err
+		}
+	}
+	opts := reset.Options{
+		Timeout: env.Globals.Timeout, Now: env.Now, Method: reset.Method(c.Method), Force: c.Force,
+		ForgetAcks: c.ForgetAcks, AcksBucket: c.AcksBucket,
+	}
+	c.pauseFlags.apply(&opts)
+	bar := env.Progress("planning")
+	opts.Progress = bar.Set
+	plans, err := positions.PlanRestore(ctx, cl.JS, snap, c.Consumers, opts)
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	opts.Progress = nil
+	r := &planRun{
+		plans: plans, target: reset.Target{Kind: reset.ToSaved, Snapshot: snap.Name}, set: true, opts: opts,
+		execute: c.Execute, dryRun: c.DryRun, export: c.Export,
+		title:  fmt.Sprintf("restore snapshot %s (taken %s by %s@%s)", snap.Name, p.Time(snap.Created), snap.User, snap.Host),
+		empty:  fmt.Sprintf("Snapshot %s holds no consumers.", snap.Name),
+		action: fmt.Sprintf("restore snapshot %q on %s", snap.Name, streamsText(plans)),
+	}
+	return r.run(ctx, env, p, cl.JS)
+}
