@@ -49,19 +49,70 @@ func Pause(ctx context.Context, js jetstream.JetStream, stream, consumer string,
 
 // Resume ends a consumer's pause; resuming a consumer that is not paused
 // changes nothing.
+//
+// A consumer resumed before its pause time does not wake on nats-server
+// 2.15.2: a pull request already waiting would be served only when
+// something else wakes the consumer (a new message, a new pull request,
+// the request's heartbeat). A pause that ends by itself does wake it, so
+// Resume first sets the pause to end wakeDelay from now by the server's
+// clock (from the consumer info's timestamp), waits for it to end, then
+// clears it from the configuration.
 func Resume(ctx context.Context, js jetstream.JetStream, stream, consumer string, opts Options) (*PauseState, error) {
 	opts = opts.withDefaults()
 	if err := checkNames(stream, consumer); err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout+2*wakeWait)
 	defer cancel()
+	fail := func(err error) (*PauseState, error) {
+		return nil, jsutil.Wrap(err, "resume consumer %q on %q", consumer, stream)
+	}
+	c, err := js.Consumer(rctx, stream, consumer)
+	if err != nil {
+		return fail(err)
+	}
+	t0 := time.Now()
+	info, err := c.Info(rctx)
+	if err != nil {
+		return fail(err)
+	}
+	if info.Paused {
+		now := time.Now()
+		if !info.TimeStamp.IsZero() {
+			now = info.TimeStamp.Add(time.Since(t0))
+		}
+		if _, err := js.PauseConsumer(rctx, stream, consumer, now.Add(wakeDelay)); err != nil {
+			return fail(err)
+		}
+		deadline := time.Now().Add(wakeWait)
+		for {
+			info, err := c.Info(rctx)
+			if err != nil {
+				return fail(err)
+			}
+			if !info.Paused || time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-rctx.Done():
+				return fail(rctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
 	resp, err := js.ResumeConsumer(rctx, stream, consumer)
 	if err != nil {
-		return nil, jsutil.Wrap(err, "resume consumer %q on %q", consumer, stream)
+		return fail(err)
 	}
 	return pauseState(stream, consumer, resp), nil
 }
+
+// wakeDelay is how far ahead Resume lets a pause end by itself (which wakes
+// the consumer); wakeWait bounds the wait for it.
+const (
+	wakeDelay = 300 * time.Millisecond
+	wakeWait  = 5 * time.Second
+)
 
 func pauseState(stream, consumer string, resp *jetstream.ConsumerPauseResponse) *PauseState {
 	st := &PauseState{Stream: stream, Consumer: consumer, Paused: resp.Paused}

@@ -100,13 +100,29 @@ func TestPauseStopsDelivery(t *testing.T) {
 		t.Fatalf("while paused: paused %v, delivered %d, pending %d; want paused at 1 with 3 pending", info.Paused, info.Delivered.Stream, info.NumPending)
 	}
 
-	// Resumed, it delivers from where it stopped.
+	// Resumed, it delivers from where it stopped, to a pull request that
+	// was already waiting too (woken, not left until its heartbeat).
+	waiting, err := c.Fetch(2, jetstream.FetchMaxWait(30*time.Second), jetstream.FetchHeartbeat(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testserver.WaitFor(t, 10*time.Second, "the pull request to wait", func() bool {
+		info, err := c.Info(ctx)
+		return err == nil && info.NumWaiting > 0
+	})
+	resumed := time.Now()
 	st, err = Resume(ctx, js, "ORDERS", "billing", Options{})
 	if err != nil || st.Paused {
 		t.Fatalf("resume: %+v, %v", st, err)
 	}
-	if seqs := fetch(t, ctx, js, "billing", 2, 5*time.Second); fmt.Sprint(seqs) != "[2 3]" {
-		t.Fatalf("after resume: delivered %v, want [2 3]", seqs)
+	var seqs []uint64
+	for m := range waiting.Messages() {
+		md, _ := m.Metadata()
+		seqs = append(seqs, md.Sequence.Stream)
+		_ = m.Ack()
+	}
+	if fmt.Sprint(seqs) != "[2 3]" || time.Since(resumed) > 5*time.Second {
+		t.Fatalf("after resume the waiting pull request got %v after %v, want [2 3] at once", seqs, time.Since(resumed))
 	}
 
 	// Until resumed: the server is given the year 9999.
