@@ -299,20 +299,24 @@ func watchKey(recordKey string) string {
 	return watchPrefix + strings.TrimPrefix(recordKey, recordPrefix)
 }
 
-// watchLastDelivery writes j's watch when this is one of its last two
-// allowed deliveries (see the protocol above). Watches are kept with or
-// without a dead-letter subject: a message the server gives up on without
-// an outcome must end with a final failed record, or its consumer's floor
-// would pass it as handled.
+// watchLastDelivery writes j's watch when this is a redelivery, or one of
+// its last two allowed deliveries (see the protocol above). Watches are kept
+// whether or not a dead-letter subject is set: without the final failed
+// record a sweep writes, the consumer's floor would pass a message the
+// server gave up on as handled. Any redelivery is watched (not only the
+// last two), so that a message is lost to a crash only if every one of its
+// redeliveries was cut before its watch was sent; first deliveries are not
+// (they would cost a write per message). The write is published without
+// waiting: it leaves the process at once, and the fetcher goes on.
 func (s *Store) watchLastDelivery(ctx context.Context, j *job, c *processConfig) {
-	if !j.d.Idempotent || j.d.Retry || c.maxDeliver <= 0 || j.d.Deliveries+1 < uint64(c.maxDeliver) {
+	if !j.d.Idempotent || j.d.Retry || c.maxDeliver <= 0 || (j.d.Deliveries < 2 && j.d.Deliveries+1 < uint64(c.maxDeliver)) {
 		return
 	}
 	b, _ := json.Marshal(watchValue{Stream: j.d.Stream, Consumer: j.d.Consumer, Seq: j.d.Seq, Subject: c.deadLetter,
 		Deliveries: j.d.Deliveries, Key: j.d.Key, KeyFrom: j.d.KeyFrom, Spec: j.d.KeySpec})
-	wctx, cancel := context.WithTimeout(ctx, writeAttempt)
-	defer cancel()
-	_, err := s.kv.Put(wctx, watchKey(j.kvKey), b)
+	m := nats.NewMsg(s.subject + watchKey(j.kvKey))
+	m.Data = b
+	_, err := s.js.PublishMsgAsync(m)
 	j.watch = err == nil
 }
 
