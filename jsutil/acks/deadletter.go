@@ -45,9 +45,9 @@ import (
 // same record publish the same ID and only one record update wins.
 //
 // A message on its last allowed deliveries (the consumer's MaxDeliver)
-// may not come back after a crash: the server gives up on it. So before a
-// message on one of its last two allowed deliveries is claimed, a watch
-// record "d.<scope>.<dedup>" names it, and while Consume runs it also
+// may not come back after a crash: the server gives up on it. So as a
+// redelivered message (or one on its last two allowed deliveries) is
+// fetched, a watch record "d.<scope>.<dedup>" names it, and while Consume runs it also
 // watches the messages the server reports giving up on (its MaxDeliver
 // advisory). Consume sweeps the watches of its scope as it starts and once
 // per lease: a watch whose record is settled is removed; a pending dead
@@ -59,14 +59,8 @@ import (
 // watch names a subject. Watches are kept whether or not a dead-letter
 // subject is set: without the final failed record, the consumer's floor
 // would pass the message as handled. The one crash this cannot cover:
-// jsctl killed in the moment between receiving each of a message's last
-// two allowed deliveries and writing its watch, with no run alive when the
-// server gives up on it.
-//
-// What the duplicate window must cover: the longest time from a crash to
-// the next delivery or sweep of the message (the consumer's AckWait, or a
-// lease, plus however long no consume runs). A dead-letter stream receives
-// few messages, so a long window (hours) is cheap.
+// jsctl killed, on every redelivery of a message, between receiving it and
+// sending its watch, with no run alive when the server gives up on it.
 
 // Headers of a dead letter.
 const (
