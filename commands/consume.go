@@ -47,17 +47,18 @@ func (ConsumeCmd) Help() string {
 ack record per message in a JetStream KV bucket, so a redelivered message
 (restart, lost ack, ack timeout, several workers, a rewind) does not run CMD again.
 
-CMD gets the payload on stdin and, in its environment: JSCTL_STREAM, JSCTL_CONSUMER,
-JSCTL_SEQ, JSCTL_SUBJECT, JSCTL_TIME (RFC 3339, UTC), JSCTL_KEY (the dedup key,
-escaped: printable characters as they are, a backslash as \\, newline, tab and
-return as \n, \t, \r, other control characters as \uXXXX, bytes that are not
-UTF-8 as \xHH), JSCTL_KEY_B64 (the key's raw bytes in base64), JSCTL_KEY_SPEC (what
-produced the key), JSCTL_FENCE (the claim's revision: a fencing token that grows
-with every claim), JSCTL_DELIVERIES and JSCTL_SCOPE. Message content never goes into
-the command line. Exit 0 marks the message done; any other status releases it for
-redelivery after --retry-delay, doubling per failed delivery. After --max-failures
-failed deliveries (or the consumer's max deliver) the message fails for good: a
-failed record is kept, the message is published to --dead-letter if given, then
+CMD gets the payload on stdin and, in its environment: JSCTL_STREAM,
+JSCTL_CONSUMER, JSCTL_SEQ, JSCTL_SUBJECT, JSCTL_TIME (RFC 3339, UTC), JSCTL_KEY
+(the dedup key, escaped: printable characters as they are, a backslash as \\,
+newline, tab and return as \n, \t, \r, other unprintable characters as \uXXXX
+(\UXXXXXXXX beyond U+FFFF), bytes that are not UTF-8 as \xHH), JSCTL_KEY_B64 (the
+key's raw bytes in base64), JSCTL_KEY_SPEC (what produced the key), JSCTL_FENCE
+(the claim's revision: a fencing token that grows with every claim),
+JSCTL_DELIVERIES and JSCTL_SCOPE. Message content never goes into the command
+line. Exit 0 marks the message done; any other status releases it for redelivery
+after --retry-delay, doubling per failed delivery. After --max-failures failed
+deliveries (or the consumer's max deliver) the message fails for good: a failed
+record is kept, the message is published to --dead-letter if given, then
 terminated. CMD's output goes to jsctl's standard error.
 
 Keys (--key, repeatable; the parts of several are joined with "|", a "|" or "\"

@@ -7,9 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
@@ -110,43 +109,25 @@ func JSONTime(t time.Time) string {
 
 // Escape renders s safely for a terminal as Preview does, without cutting.
 // It is also how consume passes keys to commands (JSCTL_KEY, and "key" in
-// batches): always valid in an environment variable, and reversible.
+// batches): always valid in an environment variable, and reversible (see
+// jsutil.Escape).
 func Escape(s string) string {
-	return Preview([]byte(s), len(s))
+	out, _ := jsutil.Escape([]byte(s), 0)
+	return out
 }
 
-// Preview renders up to n bytes of a payload safely for a terminal: printable
-// text as is, anything else escaped, with a note when cut.
+// Preview renders up to n bytes of a payload safely for a terminal:
+// escaped as Escape does, with a note when cut.
 func Preview(data []byte, n int) string {
-	var b strings.Builder
 	cut := false
 	if len(data) > n {
 		data, cut = data[:n], true
 	}
-	for len(data) > 0 {
-		r, size := utf8.DecodeRune(data)
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			fmt.Fprintf(&b, `\x%02x`, data[0])
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case !unicode.IsPrint(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-		data = data[size:]
-	}
+	out, _ := jsutil.Escape(data, 0)
 	if cut {
-		b.WriteString("…")
+		out += "…"
 	}
-	return b.String()
+	return out
 }
 
 // DurationText prints a duration as --retention and the other day-aware

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go"
@@ -245,35 +243,14 @@ func deadLetterMsg(j *job, v value) *nats.Msg {
 	return m
 }
 
-// headerText makes s safe as a header value: at most n bytes, control
-// characters and invalid UTF-8 escaped as JSCTL_KEY escapes them.
+// headerText makes s safe as a header value: escaped as JSCTL_KEY is
+// (jsutil.Escape), cut after about n bytes.
 func headerText(s string, n int) string {
-	var b strings.Builder
-	for len(s) > 0 {
-		if b.Len() >= n {
-			b.WriteString("...")
-			break
-		}
-		r, size := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case !unicode.IsPrint(r) && r != ' ':
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-		s = s[size:]
+	out, cut := jsutil.Escape([]byte(s), n)
+	if cut {
+		out += "..."
 	}
-	return b.String()
+	return out
 }
 
 // watchValue is a dead-letter watch: the message on its last allowed
