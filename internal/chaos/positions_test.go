@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"reflect"
 	"testing"
 	"time"
@@ -113,10 +114,34 @@ func (e *env) moveAll(seq uint64) {
 	}
 }
 
-// killAfter is a random moment to kill a run that takes full: in its last
-// two thirds, past the process's start, where the changes are made.
-func killAfter(rng *rand.Rand, full time.Duration) time.Duration {
-	return full/3 + time.Duration(rng.Int64N(int64(full-full/3)))
+// killClock picks the moments to kill a run. A run's length, timed once,
+// varies with the machine's load, so the clock learns from each try: a run
+// that finished before the kill shortens it, a kill that interrupted no
+// change (it landed before the first) lengthens it.
+type killClock struct {
+	rng  *rand.Rand
+	full time.Duration
+}
+
+// next is a random moment between a quarter of a run and a quarter past it.
+func (k *killClock) next() time.Duration {
+	return k.full/4 + time.Duration(k.rng.Int64N(int64(k.full)))
+}
+
+// observe adjusts the clock after a try.
+func (k *killClock) observe(cmd *exec.Cmd, interrupted int) {
+	switch {
+	case cmd.ProcessState != nil && cmd.ProcessState.Exited():
+		k.full = k.full * 4 / 5
+	case interrupted == 0:
+		k.full = k.full * 5 / 4
+	}
+}
+
+// enough says whether a kill test has run long enough: at least min tries
+// and three interrupted changes, at most 40 tries.
+func enough(f *figures, min int) bool {
+	return f.tries >= 40 || (f.tries >= min && f.interrupted >= 3)
 }
 
 // TestKillJsctlDuringRestore kills jsctl (kill -9) at random moments while
@@ -144,10 +169,10 @@ func TestKillJsctlDuringRestore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	e.moveAll(30)
 	full := e.timed(restore...)
+	clock := killClock{rng: rng, full: full}
 	var f figures
 	paused, deletedByTest := 0, 0
-	const tries = 15
-	for f.tries = 1; f.tries <= tries; f.tries++ {
+	for f.tries = 1; ; f.tries++ {
 		e.moveAll(1 + uint64(rng.IntN(190)))
 		deleted := map[string]bool{}
 		for _, i := range rng.Perm(len(names))[:2] {
@@ -161,7 +186,7 @@ func TestKillJsctlDuringRestore(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(killAfter(rng, full))
+		time.Sleep(clock.next())
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		present := e.configs(names)
@@ -170,7 +195,9 @@ func TestKillJsctlDuringRestore(t *testing.T) {
 				f.missingBefore++ // deleted by jsctl, not yet created again
 			}
 		}
+		was := f.interrupted
 		paused += e.recoverAndCompare(names, before, deleted, &f)
+		clock.observe(cmd, f.interrupted-was)
 		// A whole restore brings everything back where the snapshot says.
 		if code, out, errs := e.run(restore...); code != 0 {
 			t.Fatalf("try %d: a whole restore exited %d:\n%s\n%s", f.tries, code, out, errs)
@@ -190,8 +217,10 @@ func TestKillJsctlDuringRestore(t *testing.T) {
 			f.changed++
 			t.Errorf("try %d: configurations differ after a whole restore", f.tries)
 		}
+		if enough(&f, 15) {
+			break
+		}
 	}
-	f.tries = tries
 	t.Logf("seed %d; a whole restore takes %s", seed, full.Round(time.Millisecond))
 	t.Logf("SUMMARY kill -9 jsctl during snapshot restore: tries %d, consumers deleted beforehand (for the restore to create) %d, changes interrupted %d (consumers jsctl deleted and had not created again %d), lost %d, changed %d, left paused after recover %d",
 		f.tries, deletedByTest, f.interrupted, f.missingBefore, f.lost, f.changed, paused)
@@ -257,23 +286,27 @@ func TestKillJsctlDuringPausedReset(t *testing.T) {
 	if n := e.pausedCount(names, true); n != 0 {
 		t.Fatalf("a whole run left %d consumers paused", n)
 	}
+	clock := killClock{rng: rng, full: full}
 	var f figures
 	paused, pausedAtKill := 0, 0
-	const tries = 12
-	for f.tries = 1; f.tries <= tries; f.tries++ {
+	for f.tries = 1; ; f.tries++ {
 		pullers.restart(names)
 		cmd := e.command(args(1 + rng.IntN(190))...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(killAfter(rng, full))
+		time.Sleep(clock.next())
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		f.missingBefore += len(names) - len(e.configs(names))
 		pausedAtKill += e.pausedCount(names, false)
+		was := f.interrupted
 		paused += e.recoverAndCompare(names, before, nil, &f)
+		clock.observe(cmd, f.interrupted-was)
+		if enough(&f, 12) {
+			break
+		}
 	}
-	f.tries = tries
 	t.Logf("seed %d; a whole run takes %s", seed, full.Round(time.Millisecond))
 	t.Logf("SUMMARY kill -9 jsctl during reset --pause (live pullers): tries %d, changes interrupted %d (consumers paused by the killed run %d, missing %d), lost %d, changed %d, left paused after recover %d",
 		f.tries, f.interrupted, pausedAtKill, f.missingBefore, f.lost, f.changed, paused)
