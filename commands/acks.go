@@ -33,6 +33,21 @@ func (b acksBucketFlag) open(ctx context.Context, env *Env) (*acks.Store, error)
 	return acks.OpenExisting(ctx, cl.JS, b.Bucket)
 }
 
+// openScope opens the bucket and, unless scope is "", checks that the
+// scope has records or a floor (naming the scopes that do when not).
+func (b acksBucketFlag) openScope(ctx context.Context, env *Env, scope string) (*acks.Store, error) {
+	st, err := b.open(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if scope != "" {
+		if err := st.KnownScope(ctx, scope); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
 // acksFilterFlags select records by state, stream sequence and time.
 type acksFilterFlags struct {
 	State   string `name:"state" placeholder:"STATE" help:"Only records in this state: claim, done or failed."`

@@ -69,11 +69,8 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.open(ctx, env)
+	st, err := c.openScope(ctx, env, scope)
 	if err != nil {
-		return err
-	}
-	if err := st.KnownScope(ctx, scope); err != nil {
 		return err
 	}
 	recs, err := st.List(ctx, f)

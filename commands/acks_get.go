@@ -47,12 +47,9 @@ func (c *AcksGetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.open(ctx, env)
-	if err != nil {
-		return err
-	}
 	scope := acks.ScopeName(c.Scope)
-	if err := st.KnownScope(ctx, scope); err != nil {
+	st, err := c.openScope(ctx, env, scope)
+	if err != nil {
 		return err
 	}
 	r, err := c.find(ctx, st, scope)

@@ -42,14 +42,9 @@ func (c *AcksLsCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.open(ctx, env)
+	st, err := c.openScope(ctx, env, scope)
 	if err != nil {
 		return err
-	}
-	if scope != "" {
-		if err := st.KnownScope(ctx, scope); err != nil {
-			return err
-		}
 	}
 	f.SkipCorrupt = func(err error) { reportCorrupt(env, err) }
 	recs, err := st.List(ctx, f)

@@ -100,12 +100,9 @@ func (c *AcksRetryCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.open(ctx, env)
-	if err != nil {
-		return err
-	}
 	scope := acks.ScopeName(c.Scope)
-	if err := st.KnownScope(ctx, scope); err != nil {
+	st, err := c.openScope(ctx, env, scope)
+	if err != nil {
 		return err
 	}
 	recs, err := c.selectRecords(ctx, st, scope)
