@@ -88,3 +88,36 @@ func TestTimelineDeniedNamesOperation(t *testing.T) {
 		t.Errorf("stderr %q does not name the refused operation", stderr)
 	}
 }
+
+// TestConsumeDenied: a consume whose permissions the server refuses (a
+// write of ack records, a pull from the consumer) ends with exit 7 naming
+// what was refused, instead of naking the same messages forever or
+// reporting "processed 0".
+func TestConsumeDenied(t *testing.T) {
+	for _, tc := range []struct{ deny, want string }{
+		{"$KV.JSCTL_ACKS.>", `may not write ack records to bucket "JSCTL_ACKS"`},
+		{"$JS.API.CONSUMER.MSG.NEXT.>", `may not fetch from consumer "c" of stream "ORDERS"`},
+	} {
+		t.Run(tc.deny, func(t *testing.T) {
+			url := deniedServer(t, tc.deny)
+			nc, err := nats.Connect(url, nats.UserInfo("u", "pw"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := testserver.Context(t, 30*time.Second)
+			if _, err := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr, _ := runJSCTL(t, "-s", url, "--user", "u", "--password", "pw", "--timeout", "2s",
+				"consume", "ORDERS", "c", "--exec", "true", "--idle", "5s", "--retry-delay", "100ms")
+			if code != commands.ExitPermission || !strings.Contains(stderr, "permission denied") || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, want %d naming the refusal (%s)\nstdout: %s\nstderr: %s", code, commands.ExitPermission, tc.want, stdout, stderr)
+			}
+		})
+	}
+}

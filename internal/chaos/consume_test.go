@@ -33,7 +33,7 @@ const consumeHandler = `echo "start $JSCTL_SEQ $RUN_ID" >> "$HANDLER_LOG"; sleep
 // then one jsctl process. Every message must run once: none twice, none
 // never, except that the killed jsctl process's in-flight messages may run
 // again (documented: a handler running when jsctl dies, or one whose done
-// write was not yet confirmed, is not marked done; at most 2 × workers + 1).
+// write was not yet confirmed, is not marked done; at most 2 × workers).
 // It prints how long each election took.
 func TestConsumeClusterLeaderKills(t *testing.T) {
 	if testing.Short() {
@@ -192,7 +192,7 @@ func TestConsumeClusterLeaderKills(t *testing.T) {
 	for _, e := range elections {
 		t.Log(e)
 	}
-	inFlight := 2*workers + 1
+	inFlight := 2 * workers
 	t.Logf("%d keys, %d jsctl consume processes × %d workers, default lease, leaders of the stream, the bucket and "+
 		"the consumer killed in turn: %d ran twice, %d never ran; the jsctl process killed mid-run left %d messages "+
 		"in flight, which ran again (at most %d: its handlers and unconfirmed done writes)", n, procs, workers, twice, never, repeated, inFlight)

@@ -20,10 +20,12 @@ import (
 // claim; everything else is pipelined:
 //   - Messages are fetched ahead of the free workers. The prefetch is
 //     bounded so that no message waits long enough to be redelivered: at most
-//     workers × (AckWait/3) / (average handling time) messages, at most
+//     workers × (min(AckWait, lease)/3) / (average handling time) messages
+//     (one per worker until a handling time is known), at most
 //     max(64, 4×workers) (WithPrefetch), and never more than the consumer's
 //     MaxAckPending lets the server send; a message that still waited over
-//     AckWait/3 is marked in progress before it is claimed.
+//     AckWait/3 is marked in progress before it is claimed, and one whose
+//     claim made ahead ran out in the queue is claimed afresh.
 //   - The floor is not read per message. Consume keeps a copy of the
 //     consumer's floor (read at start and at every advance): a message the
 //     copy does not cover is run, and only one it covers is checked against
@@ -34,7 +36,11 @@ import (
 //   - The done write is published asynchronously; the worker takes its next
 //     message meanwhile, and the message is acked (a plain ack) when its own
 //     done write is confirmed. A lost ack only causes a redelivery, which the
-//     done record catches.
+//     done record catches. At most workers done writes are in flight.
+//
+// A refusal of the server's permissions on any subject the run uses (its
+// pull requests, its acks, the bucket's records, the dead-letter subject)
+// ends it with an error classed jsutil.ErrPermission.
 //
 // With WithDeadLetter, Consume also sweeps the scope's dead-letter watches
 // as it starts and once per lease (see SweepDeadLetters).
@@ -138,6 +144,7 @@ type loop struct {
 	leases      *leases
 	queue       chan *job
 	completions chan *pendingDone
+	doneSlots   chan struct{} // one per done write in flight (doneAsync)
 	freed       chan struct{}
 	fallbacks   sync.WaitGroup
 
@@ -161,11 +168,14 @@ type loop struct {
 func (l *loop) run(ctx context.Context) (Summary, error) {
 	c := l.c
 	l.queue = make(chan *job, 2*c.workers*max(c.batch, 1)+l.maxExtra)
-	// At most as many done writes wait for confirmation as handlers run, so
-	// a jsctl killed mid-run leaves at most 2 × workers × batch + 1
-	// messages in flight (handlers running, done writes unconfirmed): the
-	// messages that may run again.
-	l.completions = make(chan *pendingDone, c.workers*max(c.batch, 1))
+	// At most as many done writes are in flight (sent, not yet confirmed
+	// or settled by the synchronous path) as workers run, so a jsctl killed
+	// mid-run leaves at most 2 × workers messages whose handler started and
+	// whose done write it had not seen confirmed (workers × batch with a
+	// batch handler, whose done writes are synchronous): the messages that
+	// may run again.
+	l.doneSlots = make(chan struct{}, c.workers)
+	l.completions = make(chan *pendingDone, c.workers)
 	// Handlers run on a context that survives ctx's cancellation for the
 	// drain timeout, so they can finish and leave no claim behind.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -235,6 +245,9 @@ func (l *loop) fetch(ctx context.Context) error {
 	var notFoundSince time.Time
 	retry := 50 * time.Millisecond
 	for ctx.Err() == nil {
+		if err := l.denial(); err != nil {
+			return err
+		}
 		l.mu.Lock()
 		room := c.workers*max(c.batch, 1) + l.extra() - l.active
 		handled, out, active, lastMsg := l.sum.Handled(), l.out, l.active, l.lastMsg
@@ -353,7 +366,9 @@ func (l *loop) extra() int {
 	// does not wait out --batch-wait to fill.
 	next := l.c.workers * l.c.batch
 	if l.avgDur <= 0 {
-		return next + min(l.maxExtra, max(l.c.workers, 16))
+		// Before a handling time is known, one message per worker: a slow
+		// handler must not leave claims made ahead waiting past the lease.
+		return next + min(l.maxExtra, l.c.workers)
 	}
 	n := int(time.Duration(l.c.workers) * (min(l.ackWait, l.c.lease) / 3) / l.avgDur)
 	return next + max(0, min(n, l.maxExtra))

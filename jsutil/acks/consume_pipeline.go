@@ -65,8 +65,14 @@ func (l *loop) resolveClaim(ctx context.Context, j *job) (*Record, error) {
 		v.Expires = time.Now().Add(lease).UnixNano()
 		sent := time.Now()
 		rev, rerr := l.s.publish(ctx, j.kvKey, v.encode(), j.cl.rev, lease)
+		if errors.Is(rerr, jetstream.ErrKeyRevisionMismatch) {
+			// The claim made ahead ran out in the queue (its marker, or
+			// another worker's claim, is there now): claim afresh.
+			j.cl = claim{}
+			return l.s.claimRecord(ctx, j, lease)
+		}
 		if rerr != nil {
-			return nil, jsutil.Wrap(rerr, "renew ack record %q in bucket %q", j.kvKey, l.s.bucket)
+			return nil, jsutil.Wrap(jsutil.RequestError(l.s.js.Conn(), l.s.subject+j.kvKey, rerr), "renew ack record %q in bucket %q", j.kvKey, l.s.bucket)
 		}
 		j.cl.rev, j.cl.sent = rev, sent
 		return nil, nil
@@ -75,7 +81,7 @@ func (l *loop) resolveClaim(ctx context.Context, j *job) (*Record, error) {
 	}
 	// No answer: the claim may have landed, and then it runs out after the
 	// lease; the message comes back then.
-	return nil, jsutil.Wrap(err, "claim ack record %q in bucket %q", j.kvKey, l.s.bucket)
+	return nil, jsutil.Wrap(jsutil.RequestError(l.s.js.Conn(), l.s.subject+j.kvKey, err), "claim ack record %q in bucket %q", j.kvKey, l.s.bucket)
 }
 
 // drop naks a fetched message that will not be handled in this run,
@@ -108,12 +114,17 @@ type pendingDone struct {
 
 // doneAsync publishes j's done record without waiting; the completer acks
 // the message when the write is confirmed.
+// It waits first for a free slot: the done writes in flight are bounded
+// by the workers, whether confirmed by the completer or settled by the
+// synchronous path (see run).
 func (l *loop) doneAsync(work context.Context, j *job) {
+	l.doneSlots <- struct{}{}
 	val := l.s.doneValue(j)
 	fut, err := l.s.js.PublishMsgAsync(l.s.kvMsg(j.kvKey, val, j.cl.rev, l.s.doneTTL()))
 	if err != nil {
 		l.s.finishDone(work, j, &l.c.processConfig) // the synchronous path, with its retries
 		l.finish(j)
+		<-l.doneSlots
 		return
 	}
 	l.completions <- &pendingDone{j: j, fut: fut, sent: time.Now()}
@@ -139,6 +150,7 @@ func (l *loop) complete(work context.Context) {
 			p.j.res.Err = ackErr(p.j.msg.Ack(), p.j.d)
 			l.s.dropWatch(work, p.j)
 			l.finish(p.j)
+			<-l.doneSlots
 			continue
 		}
 		l.fallbacks.Add(1)
@@ -146,6 +158,7 @@ func (l *loop) complete(work context.Context) {
 			defer l.fallbacks.Done()
 			l.s.finishDone(work, p.j, &l.c.processConfig)
 			l.finish(p.j)
+			<-l.doneSlots
 		}()
 	}
 }

@@ -287,6 +287,11 @@ func (s *Store) watchLastDelivery(ctx context.Context, j *job, c *processConfig)
 		Deliveries: j.d.Deliveries, Key: j.d.Key, KeyFrom: j.d.KeyFrom, Spec: j.d.KeySpec})
 	m := nats.NewMsg(s.subject + watchKey(j.kvKey))
 	m.Data = b
+	// A watch lives no longer than the records it watches over: one left
+	// behind (its run stopped between the ack and the watch's removal)
+	// must not outlive the done record and read as a delivery that ended
+	// without an outcome.
+	m.Header.Set(jetstream.MsgTTLHeader, s.doneTTL().String())
 	_, err := s.js.PublishMsgAsync(m)
 	j.watch = err == nil
 }
@@ -407,6 +412,19 @@ func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, lea
 	c := &processConfig{deadLetter: w.Subject, lease: lease}
 	j, err := s.storedJob(ctx, storedRef{stream: w.Stream, consumer: w.Consumer, scope: scope, kvKey: rkey, seq: w.Seq,
 		deliveries: w.Deliveries, key: w.Key, kind: w.KeyFrom, spec: w.Spec})
+	if rec == nil && (err == nil || errors.Is(err, jsutil.ErrNotFound)) {
+		// No record: it may be a done record whose retention ran out
+		// before the watch was removed. The consumer's floor proves that.
+		f, ferr := s.ReadFloor(ctx, FloorRef{Scope: scope, Stream: w.Stream, Consumer: w.Consumer})
+		if ferr != nil {
+			return // try again later
+		}
+		if f.Covers(w.Seq, j.d.Subject) {
+			sw.Settled++
+			drop()
+			return
+		}
+	}
 	switch {
 	case err != nil && errors.Is(err, jsutil.ErrNotFound):
 		if rec == nil || !rec.Final {

@@ -1,0 +1,117 @@
+package acks_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Claims are made as messages are fetched, ahead of the worker. With a
+// slow handler (longer than half the lease) and one delivery allowed, a
+// message fetched ahead must still run: its claim may not run out in the
+// queue, and one that did is claimed afresh rather than failed.
+func TestPrefetchedClaimsOutlastASlowHandler(t *testing.T) {
+	f := newFixture(t)
+	const n = 5
+	publish(t, f.js, "orders", 1, n)
+	cons := addConsumer(t, f.js, "ORDERS", "slow", 4*time.Second, func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 1 })
+	var mu sync.Mutex
+	var bad []acks.Result
+	tl := newTally()
+	h := tl.handler(func(acks.Delivery) error { time.Sleep(1200 * time.Millisecond); return nil })
+	ctx := testCtx(t, 60*time.Second)
+	sum, err := f.st.Consume(ctx, cons, h, acks.WithLease(2*time.Second), acks.WithMaxMessages(n),
+		acks.OnResult(func(r acks.Result) {
+			if r.Action != acks.Processed {
+				mu.Lock()
+				bad = append(bad, r)
+				mu.Unlock()
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range bad {
+		t.Errorf("message %d: %s after %d deliveries (final %v): %v", r.Seq, r.Action, r.Deliveries, r.Final, r.Err)
+	}
+	if sum.Processed != n || sum.Terminated != 0 {
+		t.Errorf("summary %+v: want %d processed, none terminated", sum, n)
+	}
+	tl.exactlyOnce(t, n)
+}
+
+// A watch over a message's last delivery that its run left behind (it
+// stopped between the ack and the watch's removal) must not turn the done
+// message into a final failed record once the done record's retention has
+// run out: the consumer's floor proves the message was handled. Watches
+// jsctl writes expire with the records they watch over.
+func TestLeftoverWatchOfADoneMessage(t *testing.T) {
+	f := newFixture(t)
+	ctx := testCtx(t, 60*time.Second)
+	st, err := acks.Open(ctx, f.js, acks.WithBucket("SHORT"), acks.WithRetention(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, f.js, "orders", 1, 1)
+	cons := addConsumer(t, f.js, "ORDERS", "c", 5*time.Second, func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 1 })
+	kvStream, err := f.js.Stream(ctx, "KV_SHORT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const watch = "d.ORDERS.c.s1"
+	var ttl string
+	h := func(ctx context.Context, d acks.Delivery) error {
+		// The watch over the last delivery is written before the handler
+		// runs.
+		m, err := kvStream.GetLastMsgForSubject(ctx, "$KV.SHORT."+watch)
+		if err != nil {
+			return err
+		}
+		ttl = m.Header.Get(jetstream.MsgTTLHeader)
+		return nil
+	}
+	sum, err := st.Consume(ctx, cons, h, acks.WithLease(10*time.Second), acks.WithMaxMessages(1),
+		acks.OnResult(func(r acks.Result) {
+			if r.Action == acks.Processed {
+				// The run "stops" after the ack, before the watch is
+				// removed: a watch as an older jsctl left it, with no TTL.
+				w := `{"st":"ORDERS","c":"c","q":1,"ls":"","d":1,"k":"1","kf":"sequence","ks":"seq"}`
+				if _, err := st.KV().Put(context.Background(), watch, []byte(w)); err != nil {
+					t.Error(err)
+				}
+			}
+		}))
+	if err != nil || sum.Processed != 1 {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	if ttl != "2s" {
+		t.Errorf("the watch was written with TTL %q, want the retention, 2s", ttl)
+	}
+	testserver.WaitFor(t, 30*time.Second, "the done record to expire", func() bool {
+		_, err := st.Get(ctx, "ORDERS.c", acks.KeyFromSequence, "1")
+		return errors.Is(err, jsutil.ErrNotFound)
+	})
+	sw, err := st.SweepDeadLetters(ctx, "ORDERS.c", 10*time.Second)
+	if err != nil || sw.Settled != 1 || sw.Published != 0 {
+		t.Errorf("sweep: %+v %v: want the watch settled", sw, err)
+	}
+	recs, err := st.List(ctx, acks.Filter{Scope: "ORDERS.c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.State == acks.StateFailed {
+			t.Errorf("message %d ran and was acked, yet the sweep wrote a failed record for it: %q", r.Seq, r.Reason)
+		}
+	}
+	if _, err := st.KV().Get(ctx, watch); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("watch left: %v", err)
+	}
+}
