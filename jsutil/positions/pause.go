@@ -28,8 +28,10 @@ type PauseState struct {
 
 // Pause pauses a consumer until the given time (UntilResumed for no end),
 // with the server's pause API: it keeps its position and configuration but
-// delivers nothing until then, or until Resume. A time that has passed is an
-// error wrapping jsutil.ErrBadInput.
+// delivers nothing until then, or until Resume. It returns once the
+// consumer reports the pause (on a cluster the server answers before it
+// applies it). A time that has passed is an error wrapping
+// jsutil.ErrBadInput.
 func Pause(ctx context.Context, js jetstream.JetStream, stream, consumer string, until time.Time, opts Options) (*PauseState, error) {
 	opts = opts.withDefaults()
 	if err := checkNames(stream, consumer); err != nil {
@@ -44,7 +46,37 @@ func Pause(ctx context.Context, js jetstream.JetStream, stream, consumer string,
 	if err != nil {
 		return nil, jsutil.Wrap(err, "pause consumer %q on %q", consumer, stream)
 	}
+	if resp.Paused {
+		// On a cluster the server answers once the pause is proposed,
+		// before the consumer applies it: wait until the consumer reports
+		// it, so that what follows (a check, a fetch, a script reading the
+		// consumer) finds it paused.
+		wctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+		if err := waitPaused(wctx, js, stream, consumer); err != nil {
+			return nil, jsutil.Wrap(err, "pause consumer %q on %q: wait for the server to report it paused", consumer, stream)
+		}
+	}
 	return pauseState(stream, consumer, resp), nil
+}
+
+// waitPaused polls the consumer's info until it reports the consumer
+// paused.
+func waitPaused(ctx context.Context, js jetstream.JetStream, stream, consumer string) error {
+	for {
+		c, err := js.Consumer(ctx, stream, consumer)
+		if err != nil {
+			return err
+		}
+		if c.CachedInfo().Paused {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Resume ends a consumer's pause; resuming a consumer that is not paused
