@@ -217,6 +217,8 @@ func (x *executor) fallBack(c *Change, err error) bool {
 	switch {
 	case errors.Is(err, jsutil.ErrPermission):
 		return false
+	case !lacksResetAPI(err) && !errors.Is(err, jetstream.ErrConsumerInvalidReset):
+		return false
 	case x.info.Config.Retention == jetstream.WorkQueuePolicy:
 		c.warn("no recreate to fall back to: a work-queue stream takes only consumers with deliver policy all")
 		return false

@@ -323,6 +323,20 @@ func TestRecreateRefusedOnWorkQueue(t *testing.T) {
 	}
 	// Auto moves it in place.
 	mustRun(t, js, "JOBS", []string{"w"}, Target{Kind: ToAckFloor}, Options{})
+	// Nor does auto fall back to a recreate there on a server without
+	// the reset API: the change fails with the consumer untouched.
+	noAPI := func(ctx context.Context, js jetstream.JetStream, stream, consumer string, seq uint64) (*resetReply, error) {
+		return nil, nats.ErrNoResponders
+	}
+	opts = Options{inPlace: noAPI}
+	p = mustPlan(t, js, "JOBS", []string{"w"}, Target{Kind: ToAckFloor}, opts)
+	if err := Execute(testCtx(t), js, p, opts); err == nil || p.Changes[0].Method != Reset ||
+		!strings.Contains(strings.Join(p.Changes[0].Warnings, "\n"), "no recreate to fall back to") {
+		t.Fatalf("without the reset API: %v, %s, warnings %v", err, p.Changes[0].Method, p.Changes[0].Warnings)
+	}
+	if after := info(t, js, "JOBS", "w"); !after.Created.Equal(before.Created) {
+		t.Fatalf("consumer recreated: created %v -> %v", before.Created, after.Created)
+	}
 }
 
 // TestAckFloorMovedSincePlan: a reset back to the ack floor of a consumer
