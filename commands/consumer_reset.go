@@ -79,7 +79,10 @@ paused (the server's pause API), its unacknowledged deliveries are waited for
 paused with --keep-paused); clients stay connected and receive nothing in
 between, then the target first. A run killed meanwhile leaves it paused, never
 half moved, and consumer recover finishes the change and resumes it. --force
-instead moves it under the clients' feet.
+instead moves it under the clients' feet. Refused even with --force: --method
+recreate on a work-queue stream (the server takes only deliver policy all
+there), and --to-previous when the last recorded change created the consumer
+(it had no earlier position: delete it to undo the create).
 
 --streams GLOB (repeatable) with --all moves every durable consumer of each
 matching stream, with a STREAM column; --json then prints one document for all

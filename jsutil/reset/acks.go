@@ -137,18 +137,34 @@ func (p *planner) forgetAcks(ctx context.Context, c *Change, f *Forget) error {
 // move: if the move then fails or is interrupted, the floor only covers
 // less. A recreate needs no note (the consumer's creation time changes,
 // which opens a new range). A bucket or floor that does not exist needs
-// none either.
-func (p *planner) noteForward(ctx context.Context, c *Change, st *consumerState) error {
+// none either. The bucket and scope are the intent's, so recover notes
+// the move where the change would have.
+func (p *planner) noteForward(ctx context.Context, c *Change, in *Intent, st *consumerState) error {
 	if c.Method != Reset || c.To.Sequence <= c.From.AckFloor+1 || st == nil {
 		return nil
 	}
-	s, err := p.ackStore(ctx)
-	if err != nil || s == nil {
-		return err
+	var s *acks.Store
+	var err error
+	if in.AcksBucket == p.opts.AcksBucket {
+		s, err = p.ackStore(ctx)
+	} else {
+		bucket := in.AcksBucket
+		if bucket == "" {
+			bucket = acks.DefaultBucket
+		}
+		if s, err = acks.OpenExisting(ctx, p.js, bucket); errors.Is(err, jsutil.ErrNotFound) {
+			s, err = nil, nil
+		}
+	}
+	if err != nil {
+		return jsutil.Wrap(err, "reset consumer %q on %q: note the forward move in its ack-record floor", c.Consumer, c.Stream)
+	}
+	if s == nil {
+		return nil
 	}
 	scope := acks.DefaultScope(c.Stream, c.Consumer)
-	if p.opts.AcksScope != "" {
-		scope = acks.ScopeName(p.opts.AcksScope)
+	if in.AcksScope != "" {
+		scope = acks.ScopeName(in.AcksScope)
 	}
 	ref := acks.FloorRef{Scope: scope, Stream: c.Stream, Consumer: c.Consumer}
 	if err := s.NoteForwardMove(ctx, ref, st.info, c.To.Sequence); err != nil {

@@ -2,6 +2,7 @@ package reset
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -108,6 +109,51 @@ func TestForwardMoveNotedInFloor(t *testing.T) {
 	for seq := uint64(6); seq <= 15; seq++ {
 		if fl.Covers(seq, "orders.eu") {
 			t.Fatalf("the floor covers skipped message %d: %+v", seq, fl.Ranges)
+		}
+	}
+	if !fl.Covers(3, "orders.eu") {
+		t.Errorf("the floor lost handled messages: %+v", fl.Ranges)
+	}
+}
+
+// TestRecoverForwardMoveNotedInFloor: a forward move in place that recover
+// finishes (the run died after writing its intent) is noted in the
+// consumer's floor as the change itself would have noted it, so the floor
+// never counts the skipped messages as handled.
+func TestRecoverForwardMoveNotedInFloor(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 20, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "billing"})
+	store, err := acks.Open(testCtx(t), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, _ := js.Consumer(testCtx(t), "ORDERS", "billing")
+	ok := func(context.Context, acks.Delivery) error { return nil }
+	if _, err := store.Consume(testCtx(t), cons, ok, acks.WithMaxMessages(5)); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Force: true, crash: func(s string) bool { return s == "intent" }}
+	p := mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 16}, opts)
+	if err := Execute(testCtx(t), js, p, opts); !errors.Is(err, errCrashed) {
+		t.Fatalf("execute: %v", err)
+	}
+	r, err := PlanRecover(testCtx(t), js, "ORDERS", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ExecuteRecover(testCtx(t), js, r, Options{}); err != nil || !r.Changes[0].Done || r.Changes[0].Action != ActReset {
+		t.Fatalf("recover: %v %+v", err, r.Changes[0])
+	}
+	ref := acks.FloorRef{Scope: acks.DefaultScope("ORDERS", "billing"), Stream: "ORDERS", Consumer: "billing"}
+	fl, _, err := store.AdvanceFloor(testCtx(t), ref, info(t, js, "ORDERS", "billing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(6); seq <= 15; seq++ {
+		if fl.Covers(seq, "orders.eu") {
+			t.Fatalf("after recover the floor covers skipped message %d: %+v", seq, fl.Ranges)
 		}
 	}
 	if !fl.Covers(3, "orders.eu") {

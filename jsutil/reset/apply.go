@@ -23,9 +23,11 @@ const holdInactive = time.Hour
 // applyReset moves the consumer in place with the server's reset API.
 func (x *executor) applyReset(ctx context.Context, c *Change, in *Intent) (outcome, error) {
 	seq := c.To.Sequence
-	if seq == c.From.AckFloor+1 {
+	if seq == c.state.info.AckFloor.Stream+1 {
 		// Back to the ack floor is allowed for every deliver policy, but
-		// only as the server's own "reset to the ack floor" (seq 0).
+		// only as the server's own "reset to the ack floor" (seq 0). The
+		// floor is the consumer's now (c.state): a floor that moved on
+		// since the plan (or the interrupted run) is no longer the target.
 		if ok, _, err := x.startAllows(ctx, c, c.state.info.Config, seq); err != nil || !ok {
 			seq = 0
 		}
@@ -77,6 +79,12 @@ func (x *executor) resetSure(ctx context.Context, c *Change, seq, want uint64) (
 				c.proof, c.proofKind = st, "consumer info (the reset reply was lost)"
 				return done, nil
 			}
+		case errors.Is(err, jetstream.ErrConsumerInvalidReset):
+			// The consumer's deliver policy does not allow that sequence:
+			// a conflict between target and configuration, as the plan's
+			// refusal of --method reset says, not bad input.
+			return unchanged, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: its deliver policy does not allow an in-place reset to sequence %d (nothing changed): %w",
+				c.Consumer, c.Stream, seq, err)
 		default:
 			return unchanged, wrapConsumer(err, c.Stream, c.Consumer)
 		}
@@ -338,10 +346,16 @@ func (x *executor) hold(ctx context.Context, c *Change, name string, seq uint64)
 	} else {
 		cfg.FilterSubjects = c.Filters
 	}
+	// The subject nats.go sends the create to, for telling a denied
+	// request from a lost reply.
+	subject := apiPrefix(x.js) + "CONSUMER.CREATE." + c.Stream + "." + name
+	if cfg.FilterSubject != "" {
+		subject += "." + cfg.FilterSubject
+	}
 	ctx, cancel := context.WithTimeout(ctx, x.opts.Timeout)
 	defer cancel()
 	_, err := x.stream.CreateConsumer(ctx, cfg)
-	return err
+	return jsutil.RequestError(x.js.Conn(), subject, err)
 }
 
 // load, create and delete are the raw requests, each bounded by

@@ -90,6 +90,11 @@ func (p *planner) planRebuild(ctx context.Context, name string) (*Change, error)
 	if err != nil {
 		return nil, err
 	}
+	if rec.Method == Create {
+		// Rebuilding it at its position before the create (none) would
+		// replay the whole stream: undoing a create leaves no consumer.
+		return nil, jsutil.Errorf(jsutil.ErrNotFound, "reset consumer %q on %q: consumer not found, and its last recorded change (history revision %d) created it: without that change it does not exist, as now; to make it again, restore it from a snapshot", name, stream, rec.Revision)
+	}
 	if len(rec.Config) == 0 {
 		return nil, jsutil.Errorf(jsutil.ErrNotFound, "reset consumer %q on %q: consumer not found, and its last history record (revision %d, written by an older jsctl) has no configuration to rebuild it from", name, stream, rec.Revision)
 	}

@@ -36,6 +36,56 @@ func deniedJS(t *testing.T, deny ...string) jetstream.JetStream {
 	return js
 }
 
+// allowOnlyJS starts a server whose only user may publish only to the
+// subjects in allow, and connects as that user.
+func allowOnlyJS(t *testing.T, allow ...string) jetstream.JetStream {
+	t.Helper()
+	s := testserver.Start(t, func(o *server.Options) {
+		o.Users = []*server.User{{Username: "ops", Password: "pw", Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Allow: allow},
+		}}}
+	})
+	nc := testserver.Connect(t, s, nats.UserInfo("ops", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// TestHoldDenied: a user who may create only its own consumer recreates
+// it on an interest stream. The create of the consumer that keeps interest
+// meanwhile is denied: that is a permission denial (exit 7) naming the
+// subject, not a timeout, and nothing changed.
+func TestHoldDenied(t *testing.T) {
+	js := allowOnlyJS(t,
+		"$JS.API.INFO", "$JS.API.STREAM.>", "$JS.API.CONSUMER.INFO.>", "$JS.API.CONSUMER.DELETE.>",
+		"$JS.API.CONSUMER.RESET.>", "$JS.API.CONSUMER.LIST.>", "$JS.API.CONSUMER.NAMES.>",
+		"$JS.API.CONSUMER.CREATE.JOBS.w", "$JS.API.CONSUMER.CREATE.JOBS.w.>",
+		"$JS.API.CONSUMER.CREATE.KV_"+IntentBucket+".>", "$JS.API.CONSUMER.MSG.NEXT.>", "$JS.API.DIRECT.GET.>",
+		"$JS.ACK.>", "$JS.FC.>", "$KV.>", "jobs.>",
+	)
+	addStream(t, js, "JOBS", jetstream.InterestPolicy, 1)
+	addConsumer(t, js, "JOBS", jetstream.ConsumerConfig{Durable: "w"})
+	publish(t, js, "jobs.a", 10, 0)
+	fetch(t, js, "JOBS", "w", 3)
+	before := info(t, js, "JOBS", "w")
+	opts := Options{Method: Recreate, Timeout: 500 * time.Millisecond}
+	p := mustPlan(t, js, "JOBS", []string{"w"}, Target{Kind: ToAckFloor}, opts)
+	err := Execute(testCtx(t), js, p, opts)
+	if !errors.Is(err, jsutil.ErrPermission) || errors.Is(err, jsutil.ErrConnection) ||
+		!strings.Contains(err.Error(), `keep interest during the recreate (nothing changed): permission denied (publish to "$JS.API.CONSUMER.CREATE.JOBS.`+TempPrefix+`hold_`) {
+		t.Fatalf("got %v, want a permission denial naming the holder's create", err)
+	}
+	after := info(t, js, "JOBS", "w")
+	if !after.Created.Equal(before.Created) || after.AckFloor.Stream != 3 || p.Changes[0].Applied {
+		t.Fatalf("consumer changed: %+v -> %+v", before, after)
+	}
+	if u := intentsOf(t, js, "JOBS", "w"); len(u) != 0 {
+		t.Fatalf("intent left: %+v", u)
+	}
+}
+
 // TestResetDeniedNeverEscalates: a user denied the consumer reset API gets
 // a permission error; the consumer is not recreated (its deliver policy,
 // position and creation time are unchanged) and no intent is left.

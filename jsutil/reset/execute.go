@@ -121,6 +121,7 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 		ID: newID(), Stream: c.Stream, Consumer: c.Consumer, Method: c.Method, Target: plan.Target,
 		From: c.From, To: c.To, StartTime: c.StartTime, UndoOf: c.UndoOf,
 		Time: x.opts.Now().UTC(), User: x.opts.User, Host: x.opts.Host,
+		AcksBucket: x.opts.AcksBucket, AcksScope: x.opts.AcksScope, Auto: x.opts.Method == Auto,
 	}
 	var st *consumerState
 	if c.Method == Create {
@@ -176,7 +177,7 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 	if err := x.forgetAcks(ctx, c, in.Forget); err != nil {
 		return x.conclude(ctx, c, in, unchanged, err)
 	}
-	if err := x.noteForward(ctx, c, st); err != nil {
+	if err := x.noteForward(ctx, c, in, st); err != nil {
 		return x.conclude(ctx, c, in, unchanged, err)
 	}
 	var out outcome
@@ -185,26 +186,41 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 	case Create:
 		out, err = x.createAt(ctx, c, in)
 	case Reset:
-		out, err = x.applyReset(ctx, c, in)
-		if out == unchanged && err != nil && x.opts.Method == Auto && x.fallBack(c, err) {
-			x.recreateIntent(c, in, st)
-			if uerr := x.intents.update(ctx, in); uerr != nil {
-				return x.conclude(ctx, c, in, unchanged, uerr)
-			}
-			out, err = x.applyRecreate(ctx, c, in, st)
-		}
+		out, err = x.resetOrRecreate(ctx, c, in, st)
 	default:
 		out, err = x.applyRecreate(ctx, c, in, st)
 	}
 	return x.conclude(ctx, c, in, out, err)
 }
 
+// resetOrRecreate resets the consumer in place and, where the change's
+// method was picked by auto (in.Auto) and the reset could not be made (see
+// fallBack), recreates it instead from st, the consumer as it is now.
+// Execute and recover both finish an in-place change this way.
+func (x *executor) resetOrRecreate(ctx context.Context, c *Change, in *Intent, st *consumerState) (outcome, error) {
+	out, err := x.applyReset(ctx, c, in)
+	if out != unchanged || err == nil || !in.Auto || !x.fallBack(c, err) {
+		return out, err
+	}
+	x.recreateIntent(c, in, st)
+	if uerr := x.intents.update(ctx, in); uerr != nil {
+		return unchanged, uerr
+	}
+	return x.applyRecreate(ctx, c, in, st)
+}
+
 // fallBack decides, after an in-place reset failed and changed nothing,
 // whether auto recreates instead: only where the server has no reset API
-// or refused the sequence, never after a denial.
+// or refused the sequence, never after a denial, and never on a
+// work-queue stream (which takes no consumer started by sequence or time).
 func (x *executor) fallBack(c *Change, err error) bool {
 	switch {
 	case errors.Is(err, jsutil.ErrPermission):
+		return false
+	case !lacksResetAPI(err) && !errors.Is(err, jetstream.ErrConsumerInvalidReset):
+		return false
+	case x.info.Config.Retention == jetstream.WorkQueuePolicy:
+		c.warn("no recreate to fall back to: a work-queue stream takes only consumers with deliver policy all")
 		return false
 	case lacksResetAPI(err):
 		x.lacksAPI.Store(true)

@@ -60,6 +60,15 @@ type Intent struct {
 	Hold string `json:"hold,omitempty"`
 	// Forget is the range of ack records the change forgets first.
 	Forget *Forget `json:"forget_acks,omitempty"`
+	// AcksBucket and AcksScope are the ack-record bucket and scope
+	// (Options.AcksBucket, AcksScope; "" = the defaults) whose floor an
+	// in-place move forward is noted in, by the change or by recover.
+	AcksBucket string `json:"acks_bucket,omitempty"`
+	AcksScope  string `json:"acks_scope,omitempty"`
+	// Auto says the method was picked by --method auto: like the change,
+	// recover then falls back to a recreate where the in-place reset
+	// cannot be made (see executor.fallBack).
+	Auto bool `json:"auto,omitempty"`
 	// Pause is the pause the change sets (Options.Pause): the consumer
 	// stays paused until the change is finished, then is resumed if
 	// Pause.Resume.

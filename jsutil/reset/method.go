@@ -31,6 +31,9 @@ func (p *planner) chooseMethod(ctx context.Context, c *Change) error {
 		}
 	case Recreate:
 		c.Method, c.Reason = Recreate, "--method recreate"
+		if p.info.Config.Retention == jetstream.WorkQueuePolicy {
+			c.refuse(jsutil.ErrConflict, "a work-queue stream takes only consumers with deliver policy all, so a recreate cannot start it at sequence %d (the server would refuse the create after the delete); use --method reset or auto, which move it in place", c.To.Sequence)
+		}
 	default:
 		if ok {
 			c.Method, c.Reason = Reset, why

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -327,11 +328,15 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 	}()
 	plan.Changes = make([]*Change, len(consumers))
 	errs := make([]error, len(consumers))
-	_ = p.each(ctx, len(consumers), func(i int) error {
+	eachErr := p.each(ctx, len(consumers), func(i int) error {
 		plan.Changes[i], errs[i] = p.planOne(ctx, consumers[i], target)
 		return nil
 	})
 	wg.Wait()
+	if eachErr != nil {
+		// Cancelled before every consumer was planned.
+		return nil, jsutil.Wrap(eachErr, "reset consumers on %q", stream)
+	}
 	for i, name := range consumers {
 		c := plan.Changes[i]
 		if in := intentOf(pending, name); in != nil && (errors.Is(errs[i], jsutil.ErrNotFound) || c != nil && c.Method == Create) {
@@ -479,12 +484,7 @@ func (p *planner) resolve(ctx context.Context, c *Change, target Target) (uint64
 	case ToSeq:
 		return target.Seq, nil
 	case ShiftBy:
-		next := int64(c.From.AckFloor) + 1 + target.Shift
-		if next < 1 {
-			c.warn("shift by %d goes before sequence 1", target.Shift)
-			next = 1
-		}
-		return uint64(next), nil
+		return shift(c, c.From.AckFloor+1, target.Shift), nil
 	case ToEarliest:
 		return st.FirstSeq, nil
 	case ToLatest:
@@ -499,12 +499,36 @@ func (p *planner) resolve(ctx context.Context, c *Change, target Target) (uint64
 			return 0, err
 		}
 		c.UndoOf = rec.Revision
+		if rec.Method == Create {
+			// It did not exist before: there is no position to go back
+			// to, and sequence 1 would replay the whole stream.
+			c.refuse(jsutil.ErrConflict, "its last recorded change (history revision %d) created it, so it has no earlier position to go back to; to undo the create, delete the consumer; to move it, give another target (--to-seq, --to-time, --to-ack-floor)", rec.Revision)
+			return c.From.AckFloor + 1, nil
+		}
 		if rec.Method == Recreate && rec.FromStart != nil && !rec.FromStart.equal(startOf(c.state.info.Config)) {
 			c.RestoreStart = rec.FromStart
 		}
 		return rec.From.AckFloor + 1, nil
 	}
 	return 0, jsutil.Errorf(jsutil.ErrBadInput, "unknown target kind %q", target.Kind)
+}
+
+// shift is next moved by n sequences without overflow: a shift before
+// sequence 1 lands on 1 (with a warning), one past the largest sequence on
+// the largest (clamp then keeps it within the stream).
+func shift(c *Change, next uint64, n int64) uint64 {
+	if n >= 0 {
+		if uint64(n) > math.MaxUint64-next {
+			return math.MaxUint64
+		}
+		return next + uint64(n)
+	}
+	back := uint64(-(n + 1)) + 1 // -n without overflowing math.MinInt64
+	if back >= next {
+		c.warn("shift by %d goes before sequence 1", n)
+		return 1
+	}
+	return next - back
 }
 
 func filters(cfg jetstream.ConsumerConfig) []string {

@@ -304,7 +304,18 @@ func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange) err
 	case ActRecreate:
 		out, err = x.applyRecreate(ctx, c, in, rc.state)
 	case ActReset:
-		out, err = x.resetSure(ctx, c, in.To.Sequence, in.To.Sequence)
+		// As the change would have: noted in the ack-record floor, reset
+		// the same way (to the ack floor with the server's own reset),
+		// and recreated instead where auto picked the method and the
+		// reset cannot be made.
+		if err := x.noteForward(ctx, c, in, rc.state); err != nil {
+			return err
+		}
+		out, err = x.resetOrRecreate(ctx, c, in, rc.state)
+		if c.Method != rc.Method {
+			c.warn("%s: recreated it instead", c.Reason)
+		}
+		rc.Method = c.Method
 	case ActMove:
 		cfg, _, cerr := in.creates()
 		if cerr != nil {

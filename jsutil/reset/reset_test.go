@@ -1,9 +1,12 @@
 package reset
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -311,5 +314,51 @@ func TestUndoRestoresPolicy(t *testing.T) {
 	}
 	if i := info(t, js, "ORDERS", "a"); i.Config.DeliverPolicy != jetstream.DeliverByStartSequencePolicy || i.Config.OptStartSeq != 6 {
 		t.Fatalf("policy after undoing the undo: %v %d", i.Config.DeliverPolicy, i.Config.OptStartSeq)
+	}
+}
+
+// TestUndoOfCreateRefused: a consumer whose last recorded change created it
+// (a snapshot restore, PlanMoves) had no position before it, so
+// --to-previous is refused (even with --force) naming the consumer, why,
+// and what to do, instead of moving it to sequence 1 and replaying the
+// whole stream. Once it is deleted again, there is nothing to rebuild.
+func TestUndoOfCreateRefused(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 10, 0)
+	addConsumer(t, js, "ORDERS", rich("fresh"))
+	saved, err := loadConsumer(testCtx(t), js, "ORDERS", "fresh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteConsumer(testCtx(t), "ORDERS", "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanMoves(testCtx(t), js, "ORDERS", []Move{{Consumer: "fresh", Seq: 8, Config: saved.raw.json()}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Execute(testCtx(t), js, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Force: true}
+	u := mustPlan(t, js, "ORDERS", []string{"fresh"}, Target{Kind: ToPrevious}, opts)
+	c := u.Changes[0]
+	if !strings.Contains(c.Refused, "created it, so it has no earlier position to go back to") || !strings.Contains(c.Refused, "delete the consumer") {
+		t.Fatalf("undo of a create: %s to %d, refused %q", c.Method, c.To.Sequence, c.Refused)
+	}
+	err = Execute(testCtx(t), js, u, opts)
+	if !errors.Is(err, jsutil.ErrConflict) || !strings.HasPrefix(err.Error(), `reset consumer "fresh" on "ORDERS": its last recorded change`) {
+		t.Fatalf("got %v", err)
+	}
+	if got := position(t, js, "ORDERS", "fresh"); got != [2]uint64{7, 7} {
+		t.Fatalf("consumer moved to %v", got)
+	}
+	if err := js.DeleteConsumer(testCtx(t), "ORDERS", "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewPlan(testCtx(t), js, "ORDERS", []string{"fresh"}, false, Target{Kind: ToPrevious}, Options{})
+	if !errors.Is(err, jsutil.ErrNotFound) || !strings.Contains(err.Error(), "created it: without that change it does not exist") {
+		t.Fatalf("rebuild after undoing a create: %v", err)
 	}
 }

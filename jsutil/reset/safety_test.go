@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,13 @@ func TestRefuseForwardOnInterestAndWorkQueue(t *testing.T) {
 			publish(t, js, "jobs.a", 10, 0)
 			fetch(t, js, "JOBS", "w", 2)
 			wantRefused(t, js, "JOBS", "w", Target{Kind: ToSeq, Seq: 8}, Options{}, "skips 5 messages")
-			wantRefused(t, js, "JOBS", "w", Target{Kind: ToLatest}, Options{Method: Recreate}, "skips 8 messages")
+			recreateWords := "skips 8 messages"
+			if ret == jetstream.WorkQueuePolicy {
+				// Refused before anything else: the server takes no
+				// consumer started by sequence there.
+				recreateWords = "a work-queue stream takes only consumers with deliver policy all"
+			}
+			wantRefused(t, js, "JOBS", "w", Target{Kind: ToLatest}, Options{Method: Recreate}, recreateWords)
 			// Backward (to what is left) is fine; forward with --force too.
 			mustRun(t, js, "JOBS", []string{"w"}, Target{Kind: ToAckFloor}, Options{})
 			mustRun(t, js, "JOBS", []string{"w"}, Target{Kind: ToSeq, Seq: 8}, Options{Force: true})
@@ -256,5 +263,119 @@ func TestFallbackWithoutResetAPI(t *testing.T) {
 	p = mustPlan(t, js, "ORDERS", []string{"n"}, Target{Kind: ToSeq, Seq: 5}, Options{Method: Reset})
 	if err := p.Err(); !errors.Is(err, jsutil.ErrConflict) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestShiftByClamps: a shift past either end of the stream lands on its
+// first message or its end, however large (no int64 overflow turning a
+// forward shift into a rewind).
+func TestShiftByClamps(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 10, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "c"})
+	fetch(t, js, "ORDERS", "c", 5)
+	for _, tc := range []struct {
+		shift int64
+		want  uint64
+		warn  string
+	}{
+		{math.MaxInt64, 11, "past the stream's end"},
+		{math.MaxInt64 - 3, 11, "past the stream's end"},
+		{math.MinInt64, 1, "before sequence 1"},
+		{-6, 1, "before sequence 1"},
+		{-5, 1, ""},
+		{3, 9, ""},
+	} {
+		p := mustPlan(t, js, "ORDERS", []string{"c"}, Target{Kind: ShiftBy, Shift: tc.shift}, Options{})
+		c := p.Changes[0]
+		warned := strings.Join(c.Warnings, "\n")
+		if c.To.Sequence != tc.want || tc.warn == "" && warned != "" || !strings.Contains(warned, tc.warn) {
+			t.Errorf("shift by %d from ack floor 5: target %d, warnings %q; want %d, warning %q", tc.shift, c.To.Sequence, warned, tc.want, tc.warn)
+		}
+	}
+}
+
+// TestRecreateRefusedOnWorkQueue: a work-queue stream takes only consumers
+// with deliver policy all, so a recreate (which starts the consumer by
+// sequence or time) is refused in the plan, even with --force; before,
+// executing it deleted the consumer, failed to create it and put it back.
+func TestRecreateRefusedOnWorkQueue(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "JOBS", jetstream.WorkQueuePolicy, 1)
+	addConsumer(t, js, "JOBS", jetstream.ConsumerConfig{Durable: "w", Description: "keep me"})
+	publish(t, js, "jobs.a", 10, 0)
+	fetchNoAck(t, js, "JOBS", "w", 3)
+	before := info(t, js, "JOBS", "w")
+	opts := Options{Method: Recreate, Force: true}
+	p := mustPlan(t, js, "JOBS", []string{"w"}, Target{Kind: ToAckFloor}, opts)
+	if c := p.Changes[0]; !strings.Contains(c.Refused, "work-queue stream takes only consumers with deliver policy all") {
+		t.Fatalf("plan: %s, refused %q", c.Method, c.Refused)
+	}
+	err := Execute(testCtx(t), js, p, opts)
+	if !errors.Is(err, jsutil.ErrConflict) || !strings.Contains(err.Error(), `reset consumer "w" on "JOBS": a work-queue stream`) ||
+		!strings.Contains(err.Error(), "--method reset") {
+		t.Fatalf("got %v, want a refusal naming the consumer, the reason and the fix", err)
+	}
+	after := info(t, js, "JOBS", "w")
+	if !after.Created.Equal(before.Created) || p.Changes[0].Applied || p.Changes[0].Restored {
+		t.Fatalf("consumer touched: created %v -> %v, %+v", before.Created, after.Created, p.Changes[0])
+	}
+	// Auto moves it in place.
+	mustRun(t, js, "JOBS", []string{"w"}, Target{Kind: ToAckFloor}, Options{})
+	// Nor does auto fall back to a recreate there on a server without
+	// the reset API: the change fails with the consumer untouched.
+	noAPI := func(ctx context.Context, js jetstream.JetStream, stream, consumer string, seq uint64) (*resetReply, error) {
+		return nil, nats.ErrNoResponders
+	}
+	opts = Options{inPlace: noAPI}
+	p = mustPlan(t, js, "JOBS", []string{"w"}, Target{Kind: ToAckFloor}, opts)
+	if err := Execute(testCtx(t), js, p, opts); err == nil || p.Changes[0].Method != Reset ||
+		!strings.Contains(strings.Join(p.Changes[0].Warnings, "\n"), "no recreate to fall back to") {
+		t.Fatalf("without the reset API: %v, %s, warnings %v", err, p.Changes[0].Method, p.Changes[0].Warnings)
+	}
+	if after := info(t, js, "JOBS", "w"); !after.Created.Equal(before.Created) {
+		t.Fatalf("consumer recreated: created %v -> %v", before.Created, after.Created)
+	}
+}
+
+// TestAckFloorMovedSincePlan: a reset back to the ack floor of a consumer
+// whose deliver policy allows no other sequence is made with the server's
+// own reset to the ack floor only while that floor is still the target.
+// Once a client has acknowledged more since the plan, auto recreates it at
+// the planned target instead, and --method reset is refused by the server:
+// a conflict (exit 5), with nothing changed.
+func TestAckFloorMovedSincePlan(t *testing.T) {
+	for _, method := range []Method{Auto, Reset} {
+		t.Run(string(method), func(t *testing.T) {
+			js := single(t)
+			addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+			addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "c", DeliverPolicy: jetstream.DeliverNewPolicy})
+			publish(t, js, "orders.eu", 10, 0)
+			fetch(t, js, "ORDERS", "c", 3)
+			opts := Options{Method: method}
+			p := mustPlan(t, js, "ORDERS", []string{"c"}, Target{Kind: ToAckFloor}, opts)
+			if c := p.Changes[0]; c.Method != Reset || c.To.Sequence != 4 {
+				t.Fatalf("plan: %s to %d", c.Method, c.To.Sequence)
+			}
+			fetch(t, js, "ORDERS", "c", 2) // the ack floor moves to 5
+			err := Execute(testCtx(t), js, p, opts)
+			c := p.Changes[0]
+			if method == Reset {
+				if !errors.Is(err, jsutil.ErrConflict) || !strings.Contains(err.Error(), "does not allow an in-place reset to sequence 4") {
+					t.Fatalf("got %v, want a conflict", err)
+				}
+				if got := position(t, js, "ORDERS", "c"); got != [2]uint64{5, 5} {
+					t.Fatalf("consumer moved to %v", got)
+				}
+				return
+			}
+			if err != nil || c.Method != Recreate || !c.Verified {
+				t.Fatalf("execute: %v; %s verified %v %v", err, c.Method, c.Verified, c.Warnings)
+			}
+			if got := fetch(t, js, "ORDERS", "c", 1); len(got) != 1 || got[0] != 4 {
+				t.Fatalf("next delivery %v, want 4", got)
+			}
+		})
 	}
 }
