@@ -121,3 +121,26 @@ func TestConsumeDenied(t *testing.T) {
 		})
 	}
 }
+
+// TestAcksListDenied: listing ack records when the server refuses the
+// listing's consumer is exit 7 naming the bucket, not a hang.
+func TestAcksListDenied(t *testing.T) {
+	url := deniedServer(t, "$JS.API.CONSUMER.CREATE.KV_JSCTL_ACKS.>")
+	nc, err := nats.Connect(url, nats.UserInfo("u", "pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testserver.Context(t, 30*time.Second)
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "JSCTL_ACKS", LimitMarkerTTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr, _ := runJSCTL(t, "-s", url, "--user", "u", "--password", "pw", "--timeout", "2s", "acks", "ls")
+	if code != commands.ExitPermission || !strings.Contains(stderr, "KV_JSCTL_ACKS") {
+		t.Fatalf("exit %d, want %d naming the bucket\nstdout: %s\nstderr: %s", code, commands.ExitPermission, stdout, stderr)
+	}
+}

@@ -384,3 +384,19 @@ func TestServerDownMidRecreate(t *testing.T) {
 	}
 	wantHistory(t, js, "ORDERS", "gone", p.Changes[0].ChangeID)
 }
+
+// TestIntentsListDenied: a user who may not read the intent bucket (its
+// watch's consumer create is refused) gets a permission error naming it,
+// not a timeout.
+func TestIntentsListDenied(t *testing.T) {
+	js := deniedJS(t, "$JS.API.CONSUMER.CREATE.KV_"+IntentBucket+".>")
+	ctx := testCtx(t)
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: IntentBucket}); err != nil {
+		t.Fatal(err)
+	}
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	_, err := ListUnfinished(ctx, js, "", "ORDERS")
+	if !errors.Is(err, jsutil.ErrPermission) || !strings.Contains(err.Error(), IntentBucket) {
+		t.Fatalf("got %v, want a permission denial naming the bucket", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -336,16 +337,31 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 	if err != nil {
 		return nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 	}
-	w, err := kv.Watch(ctx, jsutil.KeyToken(stream)+".*", jetstream.IgnoreDeletes())
+	// The watch creates its consumer with a request bounded by the
+	// context alone.
+	wctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	w, err := kv.Watch(wctx, jsutil.KeyToken(stream)+".*", jetstream.IgnoreDeletes())
 	if err != nil {
+		if derr := s.watchDenied(); derr != nil {
+			err = derr
+		}
 		return nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 	}
 	defer func() { _ = w.Stop() }()
 	out := []*Intent{}
 	timer := time.NewTimer(requestTimeout)
 	defer timer.Stop()
+	// The watch's consumer is created asynchronously: a refusal of it shows
+	// only as the connection's last error, never as an answer.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		select {
+		case <-tick.C:
+			if err := s.watchDenied(); err != nil {
+				return nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
+			}
 		case e := <-w.Updates():
 			if e == nil {
 				slices.SortFunc(out, func(a, b *Intent) int { return strings.Compare(a.Consumer, b.Consumer) })
@@ -364,6 +380,20 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 			return nil, jsutil.Wrap(ctx.Err(), "read intent records of stream %q", stream)
 		}
 	}
+}
+
+// watchDenied is the permission error for a refused request about the
+// bucket's stream on this connection, if there was one.
+func (s *intents) watchDenied() error {
+	last := s.js.Conn().LastError()
+	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) {
+		return nil
+	}
+	subject := jsutil.DeniedSubject(last)
+	if !strings.Contains(subject, ".KV_"+s.bucket+".") && !strings.HasSuffix(subject, ".KV_"+s.bucket) {
+		return nil
+	}
+	return jsutil.DeniedError(subject)
 }
 
 // ListUnfinished lists the changes of stream's consumers (all, or those named)
