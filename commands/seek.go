@@ -45,6 +45,9 @@ func (c *SeekCmd) Validate() error {
 	if c.Around < 0 || c.Around > seek.MaxAround {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--around must be from 0 to %d (messages on each side), got %d", seek.MaxAround, c.Around)
 	}
+	if c.Subject != "" {
+		return jsutil.CheckSubjectFilter("--subject", c.Subject)
+	}
 	return nil
 }
 

@@ -56,7 +56,7 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%s: unknown stream: got %v, want not found naming the stream", st, err)
 		}
 	}
-	for _, o := range []Options{{Mode: "sideways"}, {Strategy: "guess"}, {Around: -1}} {
+	for _, o := range []Options{{Mode: "sideways"}, {Strategy: "guess"}, {Around: -1}, {Subject: "s..a"}, {Subject: "s.>.a"}} {
 		if _, err := Seek(ctx, js, "NOPE", time.Now(), o); !errors.Is(err, jsutil.ErrBadInput) {
 			t.Errorf("%+v: got %v, want bad input", o, err)
 		}
