@@ -44,6 +44,13 @@ func snapshotConsumerRows(p *Printer, snap *positions.Snapshot) ([]string, [][]s
 	return headers, rows
 }
 
+// snapshotWho is "user@host" of a snapshot, escaped: the document is
+// written by whoever may write the bucket or the file, so its text must not
+// reach the terminal raw.
+func snapshotWho(snap *positions.Snapshot) string {
+	return Escape(snap.User + "@" + snap.Host)
+}
+
 // signed writes n with its sign ("+12", "-3", "0").
 func signed(n int64) string {
 	if n > 0 {

@@ -44,7 +44,9 @@ the change, then resume it) or --force. --forget-acks forgets the ack records of
 the replayed range (jsctl consume) so the handler runs again.
 
 --from-file FILE restores a snapshot written with "snapshot save --export FILE"
-(NAME must be the name the file holds). A consumer whose configuration differs
+(NAME must be the name the file holds). A document naming a stream or consumer
+no server can hold is refused (exit 2) before any request; a consumer it lists
+twice is restored once, from its first entry. A consumer whose configuration differs
 from the saved one keeps its configuration; only its position changes (the plan
 warns). --json prints {"streams", "target": {"kind": "saved", "snapshot"},
 "executed", "changes": [...]} with the changes of consumer reset --json.
@@ -118,8 +120,8 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 	r := &planRun{
 		plans: plans, target: reset.Target{Kind: reset.ToSaved, Snapshot: snap.Name}, set: true, opts: opts,
 		execute: c.Execute, dryRun: c.DryRun, export: c.Export,
-		title:  fmt.Sprintf("restore snapshot %s (taken %s by %s@%s)", snap.Name, p.Time(snap.Created), snap.User, snap.Host),
-		empty:  fmt.Sprintf("Snapshot %s holds no consumers.", snap.Name),
+		title:  fmt.Sprintf("restore snapshot %s (taken %s by %s)", Escape(snap.Name), p.Time(snap.Created), snapshotWho(snap)),
+		empty:  fmt.Sprintf("Snapshot %s holds no consumers.", Escape(snap.Name)),
 		action: fmt.Sprintf("restore snapshot %q on %s", snap.Name, streamsText(plans)),
 	}
 	return r.run(ctx, env, p, cl.JS)

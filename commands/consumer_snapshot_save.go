@@ -74,7 +74,7 @@ func (c *ConsumerSnapshotSaveCmd) Run(ctx context.Context, env *Env) error {
 	if n == 1 {
 		noun = "consumer"
 	}
-	p.Printf("Saved snapshot %s: %d %s on %s.\n", snap.Name, n, noun, strings.Join(snap.StreamNames(), ", "))
+	p.Printf("Saved snapshot %s: %d %s on %s.\n", snap.Name, n, noun, Escape(strings.Join(snap.StreamNames(), ", ")))
 	headers, rows := snapshotConsumerRows(p, snap)
 	if err := p.Table(headers, rows); err != nil {
 		return err

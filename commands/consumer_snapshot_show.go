@@ -52,13 +52,13 @@ func (c *ConsumerSnapshotShowCmd) Run(ctx context.Context, env *Env) error {
 			Consumers []positions.Comparison `json:"consumers"`
 		}{snap, cmps})
 	}
-	p.Printf("Snapshot %s, taken %s by %s@%s", snap.Name, p.Time(snap.Created), snap.User, snap.Host)
+	p.Printf("Snapshot %s, taken %s by %s", Escape(snap.Name), p.Time(snap.Created), snapshotWho(snap))
 	if snap.Description != "" {
 		p.Printf(": %s", Preview([]byte(snap.Description), 200))
 	}
 	p.Printf("\n")
 	for _, st := range snap.Streams {
-		p.Printf("Stream %s then: first %d at %s, last %d at %s\n", st.Name, st.FirstSeq, optTime(p, st.FirstTime), st.LastSeq, optTime(p, st.LastTime))
+		p.Printf("Stream %s then: first %d at %s, last %d at %s\n", Escape(st.Name), st.FirstSeq, optTime(p, st.FirstTime), st.LastSeq, optTime(p, st.LastTime))
 	}
 	multi := len(snap.Streams) > 1
 	headers := []string{"CONSUMER", "SAVED ACK FLOOR", "NOW", "MOVED", "MOVED TIME", "CONFIG"}
@@ -86,15 +86,15 @@ func (c *ConsumerSnapshotShowCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	for _, m := range cmps {
-		who := m.Consumer
+		who := Escape(m.Consumer)
 		if multi {
-			who = m.Stream + "/" + m.Consumer
+			who = Escape(m.Stream + "/" + m.Consumer)
 		}
 		for _, ch := range m.ConfigChanges {
-			p.Printf("  %s: %s: %s -> %s\n", who, ch.Field, configValueText(ch.Field, ch.Saved), configValueText(ch.Field, ch.Now))
+			p.Printf("  %s: %s: %s -> %s\n", who, Escape(ch.Field), configValueText(ch.Field, ch.Saved), configValueText(ch.Field, ch.Now))
 		}
 		for _, w := range m.Warnings {
-			p.Printf("  %s: warning: %s\n", who, strings.TrimSpace(w))
+			p.Printf("  %s: warning: %s\n", who, Escape(strings.TrimSpace(w)))
 		}
 	}
 	return nil

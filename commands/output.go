@@ -130,6 +130,16 @@ func Preview(data []byte, n int) string {
 	return out
 }
 
+// PreviewCell is Preview for a table cell: up to n bytes, with a note when
+// cut, left unescaped because Table escapes every cell (Preview there would
+// escape twice, printing \\u001b for \u001b).
+func PreviewCell(data []byte, n int) string {
+	if len(data) > n {
+		return string(data[:n]) + "…"
+	}
+	return string(data)
+}
+
 // DurationText prints a duration as --retention and the other day-aware
 // flags read it: "7d", "1d12h0m0s", "30s".
 func DurationText(d time.Duration) string {

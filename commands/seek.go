@@ -45,6 +45,9 @@ func (c *SeekCmd) Validate() error {
 	if c.Around < 0 || c.Around > seek.MaxAround {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--around must be from 0 to %d (messages on each side), got %d", seek.MaxAround, c.Around)
 	}
+	if c.Subject != "" {
+		return jsutil.CheckSubjectFilter("--subject", c.Subject)
+	}
 	return nil
 }
 
@@ -176,7 +179,7 @@ func printSeek(p *Printer, r *seek.Result, around int) error {
 		}
 		rows = append(rows, []string{
 			mark, strconv.FormatUint(n.Sequence, 10), p.Time(n.Time), shortOffset(n.Time, r.Target),
-			n.Subject, strconv.Itoa(n.Size), Preview(n.Data, seekPreviewBytes),
+			n.Subject, strconv.Itoa(n.Size), PreviewCell(n.Data, seekPreviewBytes),
 		})
 	}
 	return p.Table([]string{"", "SEQ", "TIME", "FROM TARGET", "SUBJECT", "SIZE", "PREVIEW"}, rows)

@@ -50,6 +50,9 @@ func (c *StreamTimelineCmd) Validate() error {
 	if c.Buckets < 1 || c.Buckets > 10000 {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--buckets must be from 1 to 10000, got %d", c.Buckets)
 	}
+	if c.Subject != "" {
+		return jsutil.CheckSubjectFilter("--subject", c.Subject)
+	}
 	return nil
 }
 

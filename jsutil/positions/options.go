@@ -1,6 +1,7 @@
 package positions
 
 import (
+	"fmt"
 	"os"
 	"os/user"
 	"regexp"
@@ -50,22 +51,38 @@ func (o Options) withWho() Options {
 	return o
 }
 
+// maxNameLen is the server's limit for stream and consumer names
+// (JSMaxNameLen).
+const maxNameLen = 255
+
 // checkName refuses a stream or consumer name that cannot be part of an API
 // subject, before anything is sent (the server would never answer).
 func checkName(kind, name string) error {
-	if name == "" {
-		return jsutil.Errorf(jsutil.ErrBadInput, "empty %s name", kind)
+	if why := nameProblem(name); why != "" {
+		return jsutil.Errorf(jsutil.ErrBadInput, "invalid %s name %q: %s", kind, name, why)
+	}
+	return nil
+}
+
+// nameProblem says what makes name unusable as a stream or consumer name,
+// "" when nothing does.
+func nameProblem(name string) string {
+	switch {
+	case name == "":
+		return "it is empty"
+	case len(name) > maxNameLen:
+		return fmt.Sprintf("it is longer than %d bytes", maxNameLen)
 	}
 	for _, r := range name {
 		switch r {
 		case '.', '*', '>', ' ', '\t', '\r', '\n', '/', '\\':
-			return jsutil.Errorf(jsutil.ErrBadInput, "invalid %s name %q: it may not contain '.', '*', '>', '/', '\\' or white space", kind, name)
+			return "it may not contain '.', '*', '>', '/', '\\' or white space"
 		}
 		if r < ' ' || r == 0x7f {
-			return jsutil.Errorf(jsutil.ErrBadInput, "invalid %s name %q: it may not contain control characters", kind, name)
+			return "it may not contain control characters"
 		}
 	}
-	return nil
+	return ""
 }
 
 // snapshotName is the form of a snapshot name: tokens of letters, digits,

@@ -240,6 +240,52 @@ func TestDecodeRefusesOtherDocuments(t *testing.T) {
 	}
 }
 
+// TestDecodeChecksNames: a document (anyone allowed to write the bucket or
+// the file controls it) naming a stream or consumer no server can hold, or
+// whose saved configuration names another consumer, is bad input naming
+// the name and why; one listing a stream or consumer twice is read with
+// each once, from its first entry.
+func TestDecodeChecksNames(t *testing.T) {
+	doc := func(streams string) []byte {
+		return []byte(`{"version":1,"name":"x","streams":[` + streams + `]}`)
+	}
+	cons := func(name, config string, floor int) string {
+		return fmt.Sprintf(`{"name":%s,"config":%s,"ack_floor":{"stream_seq":%d}}`, quote(name), config, floor)
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{`{"version":1,"name":"bad name","streams":[]}`, `snapshot "f": invalid snapshot name "bad name"`},
+		{string(doc(`{"name":"*","consumers":[]}`)), `snapshot "f" holds an invalid stream name "*": it may not contain '.'`},
+		{string(doc(`{"name":"","consumers":[]}`)), `invalid stream name "": it is empty`},
+		{string(doc(`{"name":"O","consumers":[` + cons("bill.ing", "{}", 1) + `]}`)), `snapshot "f" holds an invalid consumer name "bill.ing" on stream "O": it may not contain '.'`},
+		{string(doc(`{"name":"O","consumers":[` + cons("bill\x01", "{}", 1) + `]}`)), `invalid consumer name "bill\x01" on stream "O": it may not contain control characters`},
+		{string(doc(`{"name":"O","consumers":[` + cons(strings.Repeat("c", 256), "{}", 1) + `]}`)), `it is longer than 255 bytes`},
+		{string(doc(`{"name":"O","consumers":[` + cons("b", `{"durable_name":"a"}`, 1) + `]}`)), `snapshot "f", consumer "b" on stream "O": its saved configuration names consumer "a"`},
+		{string(doc(`{"name":"O","consumers":[` + cons("b", `{"name":"a"}`, 1) + `]}`)), `its saved configuration names consumer "a"`},
+		{string(doc(`{"name":"O","consumers":[` + cons("b", `[1]`, 1) + `]}`)), `its saved configuration is not a consumer configuration`},
+	} {
+		_, err := Decode("f", []byte(tc.doc))
+		if !errors.Is(err, jsutil.ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Decode(%s) = %v, want bad input with %q", tc.doc, err, tc.want)
+		}
+	}
+
+	snap, err := Decode("f", doc(`{"name":"O","consumers":[`+cons("b", `{"durable_name":"b"}`, 1)+`,`+cons("a", "null", 2)+`,`+cons("b", "{}", 3)+`]},`+
+		`{"name":"P","consumers":[`+cons("b", "{}", 4)+`]},`+
+		`{"name":"O","consumers":[`+cons("b", "{}", 5)+`,`+cons("c", "{}", 6)+`]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ss := range snap.Streams {
+		for _, cs := range ss.Consumers {
+			got = append(got, fmt.Sprintf("%s/%s@%d", ss.Name, cs.Name, cs.AckFloor.StreamSeq))
+		}
+	}
+	if fmt.Sprint(got) != "[O/b@1 O/a@2 O/c@6 P/b@4]" {
+		t.Errorf("read %v, want [O/b@1 O/a@2 O/c@6 P/b@4] (each consumer once, from its first entry)", got)
+	}
+}
+
 func TestDiffConfig(t *testing.T) {
 	saved := json.RawMessage(`{"ack_wait":30,"durable_name":"b","metadata":{"_nats.ver":"2.11","team":"a"},"filter_subjects":["a","b"]}`)
 	now := json.RawMessage(`{"durable_name":"b","ack_wait":60,"metadata":{"team":"a","_nats.ver":"2.15"},"filter_subjects":["a","b"],"max_deliver":5}`)

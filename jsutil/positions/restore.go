@@ -22,6 +22,13 @@ import (
 // consumer name, or STREAM/CONSUMER where the snapshot holds that name on
 // several streams. Nothing changes on the server.
 func PlanRestore(ctx context.Context, js jetstream.JetStream, snap *Snapshot, consumers []string, opts reset.Options) ([]*reset.Plan, error) {
+	// A document read with Get or Decode is checked already; one built
+	// otherwise is checked here, on a copy.
+	checked := *snap
+	if err := checked.tidy(snap.Name); err != nil {
+		return nil, err
+	}
+	snap = &checked
 	picked, err := snap.pick(consumers)
 	if err != nil {
 		return nil, err

@@ -90,6 +90,10 @@ func TestRestoreSelect(t *testing.T) {
 			}
 		}
 	}
+	once, err := Take(ctx, js, "once", "", Selection{Stream: "ORDERS", Consumers: []string{"billing", "ORDERS_only", "billing"}}, Options{})
+	if err != nil || once.Consumers() != 2 {
+		t.Fatalf("billing named twice: %v, %d consumers saved, want 2", err, once.Consumers())
+	}
 	snap, err := Take(ctx, js, "both", "", Selection{Streams: []string{"*"}, All: true}, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package positions
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -106,6 +108,73 @@ func (s *Snapshot) StreamNames() []string {
 		out = append(out, st.Name)
 	}
 	return out
+}
+
+// tidy checks a document read from the bucket or a file (name names it in
+// errors) before anything acts on it: its name is a snapshot name, and its
+// streams and consumers are names a server can hold, each consumer's saved
+// configuration naming that consumer. Without this a bad name would be put
+// into an API subject that no server answers, or a saved configuration
+// would recreate another consumer. A stream listed twice is merged into its
+// first entry and a consumer listed twice on a stream is kept once, from
+// its first entry (an earlier jsctl saved a consumer named twice on the
+// command line twice).
+func (s *Snapshot) tidy(name string) error {
+	if err := CheckSnapshotName(s.Name); err != nil {
+		return jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q: %w", name, err)
+	}
+	var out []StreamSnapshot
+	at := map[string]int{}
+	for _, ss := range s.Streams {
+		if why := nameProblem(ss.Name); why != "" {
+			return jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q holds an invalid stream name %q: %s", name, ss.Name, why)
+		}
+		i, seen := at[ss.Name]
+		if !seen {
+			i, at[ss.Name] = len(out), len(out)
+			first := ss
+			first.Consumers = []ConsumerSnapshot{}
+			out = append(out, first)
+		}
+		for _, cs := range ss.Consumers {
+			if why := nameProblem(cs.Name); why != "" {
+				return jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q holds an invalid consumer name %q on stream %q: %s", name, cs.Name, ss.Name, why)
+			}
+			if err := checkSavedConfig(cs); err != nil {
+				return jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q, consumer %q on stream %q: %w", name, cs.Name, ss.Name, err)
+			}
+			if !slices.ContainsFunc(out[i].Consumers, func(c ConsumerSnapshot) bool { return c.Name == cs.Name }) {
+				out[i].Consumers = append(out[i].Consumers, cs)
+			}
+		}
+	}
+	if out == nil {
+		out = []StreamSnapshot{}
+	}
+	s.Streams = out
+	return nil
+}
+
+// checkSavedConfig checks that a saved configuration, if any, is a JSON
+// object whose consumer name (name, durable_name), where set, is the
+// consumer's.
+func checkSavedConfig(cs ConsumerSnapshot) error {
+	if len(cs.Config) == 0 || string(cs.Config) == "null" {
+		return nil
+	}
+	var names struct {
+		Name    string `json:"name"`
+		Durable string `json:"durable_name"`
+	}
+	if err := json.Unmarshal(cs.Config, &names); err != nil {
+		return fmt.Errorf("its saved configuration is not a consumer configuration: %v", err)
+	}
+	for _, n := range []string{names.Name, names.Durable} {
+		if n != "" && n != cs.Name {
+			return fmt.Errorf("its saved configuration names consumer %q", n)
+		}
+	}
+	return nil
 }
 
 // Take reads the selected consumers into a snapshot named name, without

@@ -99,7 +99,10 @@ func notFound(name string) error {
 }
 
 // Decode reads a snapshot document (as stored or exported); name is used in
-// errors. A document of a later version than DocumentVersion is refused.
+// errors. A document of a later version than DocumentVersion is refused, and
+// so is one naming a stream or consumer no server can hold (a document
+// anyone allowed to write the bucket, or the file, controls). A stream or
+// consumer the document lists twice is kept once, from its first entry.
 func Decode(name string, data []byte) (*Snapshot, error) { return decode(name, data, 0) }
 
 func decode(name string, data []byte, rev uint64) (*Snapshot, error) {
@@ -113,8 +116,8 @@ func decode(name string, data []byte, rev uint64) (*Snapshot, error) {
 	case s.Version > DocumentVersion:
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q has document version %d; this jsctl reads up to version %d (upgrade jsctl)", name, s.Version, DocumentVersion)
 	}
-	if s.Streams == nil {
-		s.Streams = []StreamSnapshot{}
+	if err := s.tidy(name); err != nil {
+		return nil, err
 	}
 	s.Revision = rev
 	return &s, nil

@@ -21,20 +21,18 @@ type fakeStream struct {
 func (f *fakeStream) stream() string { return "FAKE" }
 
 func (f *fakeStream) info(context.Context) (streamState, error) {
-	return streamState{Msgs: uint64(len(f.msgs)), FirstSeq: f.first, LastSeq: f.last,
-		NumDeleted: int(f.last-f.first+1) - len(f.msgs)}, nil
+	st := streamState{Msgs: uint64(len(f.msgs)), FirstSeq: f.first, LastSeq: f.last,
+		NumDeleted: int(f.last-f.first+1) - len(f.msgs)}
+	if len(f.msgs) > 0 {
+		st.LastTime = f.msgs[len(f.msgs)-1].Time
+	}
+	return st, nil
 }
 
 func (f *fakeStream) get(_ context.Context, req getRequest) (*Message, error) {
 	seq := req.Seq
 	if req.StartTime != nil {
-		seq = f.last + 1
-		for _, m := range f.msgs {
-			if !m.Time.Before(*req.StartTime) {
-				seq = m.Sequence
-				break
-			}
-		}
+		seq = f.seqFromTime(*req.StartTime)
 	}
 	for i := range f.msgs {
 		m := f.msgs[i]
@@ -49,6 +47,61 @@ func (f *fakeStream) get(_ context.Context, req getRequest) (*Message, error) {
 		}
 	}
 	return nil, nil
+}
+
+// seqFromTime is the store's time index: the first sequence with time ≥ t.
+func (f *fakeStream) seqFromTime(t time.Time) uint64 {
+	for _, m := range f.msgs {
+		if !m.Time.Before(t) {
+			return m.Sequence
+		}
+	}
+	return f.last + 1
+}
+
+// memStoreStream answers start_time as nats-server's memory store does
+// (memStore.GetSeqFromTime): a time equal to the last message's time gets
+// that last message, not the first of the messages sharing its time.
+type memStoreStream struct{ *fakeStream }
+
+func (f memStoreStream) get(ctx context.Context, req getRequest) (*Message, error) {
+	if req.StartTime != nil && len(f.msgs) > 0 {
+		if last := f.msgs[len(f.msgs)-1]; last.Time.Equal(*req.StartTime) {
+			req = getRequest{Seq: last.Sequence, NextFor: req.NextFor}
+		}
+	}
+	return f.fakeStream.get(ctx, req)
+}
+
+// TestTiesAtLastTime checks a target equal to the time of the stream's
+// last messages, several stored in one nanosecond (an atomic batch in a
+// cluster), against the memory store's answer to start_time (the last of
+// them): every mode and filter still finds the first of the tie.
+func TestTiesAtLastTime(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	t1 := t0.Add(time.Microsecond)
+	f := &fakeStream{first: 1, last: 6, msgs: []Message{
+		{Sequence: 1, Time: t0, Subject: "t.a"},
+		{Sequence: 2, Time: t1, Subject: "t.b"}, // the batch: 2 to 6
+		{Sequence: 3, Time: t1, Subject: "t.a"},
+		{Sequence: 4, Time: t1, Subject: "t.c"},
+		{Sequence: 6, Time: t1, Subject: "t.c"}, // 5 deleted
+	}}
+	for _, target := range []time.Time{t1, t1.Add(-time.Nanosecond)} {
+		for _, mode := range []Mode{After, Before, Nearest} {
+			for _, filter := range []string{"", "t.a", "t.b", "t.c", "t.*", "t.none"} {
+				want, wantSeq := expect(f.msgs, f.first, f.last, target, mode, filter)
+				res, err := seekWith(context.Background(), memStoreStream{f}, target, Options{Mode: mode, Subject: filter, Strategy: Server})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if msgString(res.Message) != msgString(want) || res.Sequence != wantSeq {
+					t.Errorf("%s %q at %s: got %s seq %d, want %s seq %d", mode, filter, target.Format(time.RFC3339Nano),
+						msgString(res.Message), res.Sequence, msgString(want), wantSeq)
+				}
+			}
+		}
+	}
 }
 
 // TestRandomizedEqualTimes checks every mode × filter × strategy against
@@ -92,6 +145,7 @@ func TestRandomizedEqualTimes(t *testing.T) {
 			strategy Strategy
 		}{
 			{"server", f, Server},
+			{"server-memstore", memStoreStream{f}, Server},
 			{"bisect", f, Bisect},
 			{"auto-old", oldServer{getter: f}, Auto},
 		}

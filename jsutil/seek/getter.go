@@ -33,11 +33,12 @@ type getRequest struct {
 
 // streamState is the part of a stream's state that seek uses.
 type streamState struct {
-	Msgs        uint64 `json:"messages"`
-	FirstSeq    uint64 `json:"first_seq"`
-	LastSeq     uint64 `json:"last_seq"`
-	NumDeleted  int    `json:"num_deleted"`
-	AllowDirect bool   `json:"-"`
+	Msgs        uint64    `json:"messages"`
+	FirstSeq    uint64    `json:"first_seq"`
+	LastSeq     uint64    `json:"last_seq"`
+	LastTime    time.Time `json:"last_ts"`
+	NumDeleted  int       `json:"num_deleted"`
+	AllowDirect bool      `json:"-"`
 }
 
 // getter talks to one stream.

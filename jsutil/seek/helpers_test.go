@@ -2,6 +2,7 @@ package seek
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -168,4 +169,37 @@ func msgString(m *Message) string {
 		return "<nil>"
 	}
 	return fmt.Sprintf("#%d %s %s", m.Sequence, m.Subject, m.Time.UTC().Format(time.RFC3339Nano))
+}
+
+// publishBatch publishes an atomic batch, one message per subject, and
+// waits for its commit. In a cluster the stream leader stores every
+// message of the batch with one timestamp.
+func publishBatch(t testing.TB, js jetstream.JetStream, subjects ...string) {
+	t.Helper()
+	nc := js.Conn()
+	id := fmt.Sprintf("b%d", time.Now().UnixNano())
+	for i, subject := range subjects {
+		m := nats.NewMsg(subject)
+		m.Data = []byte(fmt.Sprintf("batch-%d", i+1))
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", fmt.Sprint(i+1))
+		if i < len(subjects)-1 {
+			if err := nc.PublishMsg(m); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		m.Header.Set("Nats-Batch-Commit", "1")
+		r, err := nc.RequestMsg(m, 5*time.Second)
+		if err != nil {
+			t.Fatalf("commit batch: %v", err)
+		}
+		var ack struct {
+			Count int                 `json:"count"`
+			Error *jetstream.APIError `json:"error"`
+		}
+		if err := json.Unmarshal(r.Data, &ack); err != nil || ack.Error != nil || ack.Count != len(subjects) {
+			t.Fatalf("commit batch: %s (%v)", r.Data, err)
+		}
+	}
 }

@@ -82,7 +82,39 @@ func (s *searcher) serverFirstAtOrAfter(ctx context.Context, t time.Time) (m *Me
 	case m != nil && m.Time.Before(t):
 		return nil, false, nil
 	}
-	return m, true, nil
+	m, err = s.firstOfTies(ctx, t, m)
+	return m, true, err
+}
+
+// firstOfTies corrects the server's answer m for a time t equal to the
+// stream's last message time. The memory store answers such a time with its
+// last message (a shortcut in nats-server's memStore.GetSeqFromTime), not
+// with the first of several messages stored in the same nanosecond, which an
+// atomic batch in a cluster is (the leader stamps the whole batch once).
+// With a filter, the last message may not match, and the server then answers
+// "no message" though an earlier message of the same nanosecond matches.
+//
+// An answer that can come from the shortcut is checked against the matching
+// message before it (one more request, needed only for an exact hit or a
+// filtered "no message" while the stream holds messages at or after t); when
+// that message is at t too, a binary search below it finds the first one.
+func (s *searcher) firstOfTies(ctx context.Context, t time.Time, m *Message) (*Message, error) {
+	switch {
+	case m != nil && !m.Time.Equal(t):
+		return m, nil
+	case m == nil && (s.filter == "" || s.state.LastTime.Before(t)):
+		// Unfiltered, the shortcut always answers with a message.
+		return nil, nil
+	}
+	end := s.state.LastSeq + 1
+	if m != nil {
+		end = m.Sequence
+	}
+	prev, err := s.lastBefore(ctx, end)
+	if err != nil || prev == nil || prev.Time.Before(t) {
+		return m, err
+	}
+	return s.bisectRange(ctx, t, max(s.state.FirstSeq, 1), prev.Sequence, prev)
 }
 
 // clampUnixNano keeps t within what the server reads as Unix nanoseconds.
@@ -110,8 +142,12 @@ func clampUnixNano(t time.Time) time.Time {
 // none, best. Each probe shrinks [lo, hi), so it takes O(log(LastSeq-FirstSeq))
 // requests.
 func (s *searcher) bisect(ctx context.Context, t time.Time) (*Message, error) {
-	lo, hi := max(s.state.FirstSeq, 1), s.state.LastSeq+1
-	var best *Message
+	return s.bisectRange(ctx, t, max(s.state.FirstSeq, 1), s.state.LastSeq+1, nil)
+}
+
+// bisectRange is bisect over [lo, hi), answering best when no matching
+// message in the range has a time ≥ t.
+func (s *searcher) bisectRange(ctx context.Context, t time.Time, lo, hi uint64, best *Message) (*Message, error) {
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		m, err := s.next(ctx, mid)

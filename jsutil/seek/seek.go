@@ -107,8 +107,9 @@ type Result struct {
 
 // Seek finds the message of stream selected by target and opts.
 //
-// Errors: an unknown stream wraps jsutil.ErrNotFound; a bad mode or strategy
-// wraps jsutil.ErrBadInput; other failures are classed by jsutil.Wrap.
+// Errors: an unknown stream wraps jsutil.ErrNotFound; an invalid stream
+// name, subject filter, mode or strategy wraps jsutil.ErrBadInput; other
+// failures are classed by jsutil.Wrap.
 func Seek(ctx context.Context, js jetstream.JetStream, stream string, target time.Time, opts Options) (*Result, error) {
 	if err := opts.normalize(); err != nil {
 		return nil, err
@@ -135,6 +136,11 @@ func (o *Options) normalize() error {
 	case Auto, Server, Bisect:
 	default:
 		return jsutil.Errorf(jsutil.ErrBadInput, "unknown seek strategy %q: use auto, server or bisect", o.Strategy)
+	}
+	if o.Subject != "" {
+		if err := jsutil.CheckSubjectFilter("subject filter", o.Subject); err != nil {
+			return err
+		}
 	}
 	if o.Around < 0 || o.Around > MaxAround {
 		return jsutil.Errorf(jsutil.ErrBadInput, "around must be from 0 to %d, got %d", MaxAround, o.Around)

@@ -56,7 +56,7 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%s: unknown stream: got %v, want not found naming the stream", st, err)
 		}
 	}
-	for _, o := range []Options{{Mode: "sideways"}, {Strategy: "guess"}, {Around: -1}} {
+	for _, o := range []Options{{Mode: "sideways"}, {Strategy: "guess"}, {Around: -1}, {Subject: "s..a"}, {Subject: "s.>.a"}} {
 		if _, err := Seek(ctx, js, "NOPE", time.Now(), o); !errors.Is(err, jsutil.ErrBadInput) {
 			t.Errorf("%+v: got %v, want bad input", o, err)
 		}
@@ -73,7 +73,9 @@ func TestErrors(t *testing.T) {
 }
 
 // TestNeighboursAndCost checks the neighbours and that the server strategy
-// answers After in one message-get request (sent alongside the stream info).
+// answers After in one message-get request (sent alongside the stream info),
+// and an exact hit in two (the second checks for earlier messages stored
+// in the same nanosecond).
 func TestNeighboursAndCost(t *testing.T) {
 	js := startJS(t)
 	ctx := testCtx(t)
@@ -88,16 +90,22 @@ func TestNeighboursAndCost(t *testing.T) {
 	msgs, _, _ := readAll(t, s)
 	target := msgs[4].Time // sequence 6 (4 is deleted)
 
-	cg := &countingGetter{getter: apiGetterFor(t, js, "N")}
-	res, err := seekWith(ctx, cg, target, Options{Mode: After, Strategy: Auto})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Sequence != 6 || res.Used != Server || cg.gets != 1 || cg.infos != 1 {
-		t.Errorf("after: seq %d used %s with %d gets and %d infos, want 6, server, 1 and 1", res.Sequence, res.Used, cg.gets, cg.infos)
+	for _, c := range []struct {
+		at   time.Time
+		gets int
+	}{{target.Add(-time.Nanosecond), 1}, {target, 2}} {
+		cg := &countingGetter{getter: apiGetterFor(t, js, "N")}
+		res, err := seekWith(ctx, cg, c.at, Options{Mode: After, Strategy: Auto})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Sequence != 6 || res.Used != Server || cg.gets != c.gets || cg.infos != 1 {
+			t.Errorf("after %s: seq %d used %s with %d gets and %d infos, want 6, server, %d and 1",
+				c.at.Format(time.RFC3339Nano), res.Sequence, res.Used, cg.gets, cg.infos, c.gets)
+		}
 	}
 
-	res, err = Seek(ctx, js, "N", target, Options{Mode: Before, Around: 2})
+	res, err := Seek(ctx, js, "N", target, Options{Mode: Before, Around: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +214,47 @@ func TestReplicated(t *testing.T) {
 						if msgString(res.Message) != msgString(want) || res.Sequence != wantSeq {
 							t.Fatalf("node %d %s %s %q %s: got %s, want %s", i+1, st, mode, filter,
 								target.Format(time.RFC3339Nano), msgString(res.Message), msgString(want))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAtomicBatchTies checks R3 streams whose last messages are an atomic
+// batch, which the leader stores with one timestamp: a seek to that time
+// finds the first message of the batch, with or without a filter, in
+// memory and file storage.
+func TestAtomicBatchTies(t *testing.T) {
+	c := testserver.StartCluster(t, 3)
+	js := c.JetStream()
+	ctx := testCtx(t)
+	for _, storage := range []jetstream.StorageType{jetstream.MemoryStorage, jetstream.FileStorage} {
+		name := "TIES" + strings.ToUpper(storage.String())
+		s := mustStream(t, js, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"},
+			Storage: storage, AllowAtomicPublish: true, Replicas: 3})
+		c.WaitForStreamLeader(name)
+		mustPub(t, js, name+".a", "one")
+		mustPub(t, js, name+".a", "two")
+		publishBatch(t, js, name+".b", name+".a", name+".c")
+		msgs, first, last := readAll(t, s)
+		if len(msgs) != 5 || !msgs[2].Time.Equal(msgs[4].Time) {
+			t.Fatalf("%s: want the batch 3 to 5 stored with one time, got %v", name, msgs)
+		}
+		target := msgs[4].Time
+		for _, mode := range []Mode{After, Before, Nearest} {
+			for _, filter := range []string{"", name + ".a", name + ".c"} {
+				for _, at := range []time.Time{target, target.Add(-time.Nanosecond)} {
+					want, wantSeq := expect(msgs, first, last, at, mode, filter)
+					for _, st := range allStrategies {
+						res, err := Seek(ctx, js, name, at, Options{Mode: mode, Subject: filter, Strategy: st})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if msgString(res.Message) != msgString(want) || res.Sequence != wantSeq {
+							t.Errorf("%s %s %s %q at %s: got %s seq %d, want %s seq %d", name, st, mode, filter,
+								at.Format(time.RFC3339Nano), msgString(res.Message), res.Sequence, msgString(want), wantSeq)
 						}
 					}
 				}

@@ -95,7 +95,7 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 	if opts.Buckets < 1 || opts.Buckets > 10000 {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "buckets must be from 1 to 10000, got %d", opts.Buckets)
 	}
-	so := Options{Strategy: opts.Strategy}
+	so := Options{Strategy: opts.Strategy, Subject: opts.Subject}
 	if err := so.normalize(); err != nil {
 		return nil, err
 	}
