@@ -150,7 +150,7 @@ func acksTable(p *Printer, recs []acks.Record) error {
 			lease = p.Time(r.LeaseExpires)
 		}
 		rows = append(rows, []string{
-			acks.ScopeDisplay(r.Scope), Preview([]byte(r.Key), 40), string(r.KeyFrom), strconv.FormatUint(r.Seq, 10),
+			acks.ScopeDisplay(r.Scope), PreviewCell([]byte(r.Key), 40), string(r.KeyFrom), strconv.FormatUint(r.Seq, 10),
 			stateText(r), p.Time(r.Time), strconv.FormatUint(r.Fence, 10), strconv.FormatUint(r.Deliveries, 10), r.Worker, lease,
 		})
 	}

@@ -82,8 +82,8 @@ func (c *AcksGetCmd) Run(ctx context.Context, env *Env) error {
 		{"Revision", strconv.FormatUint(r.Revision, 10)},
 		{"Fence", strconv.FormatUint(r.Fence, 10)},
 		{"Deliveries", strconv.FormatUint(r.Deliveries, 10)},
-		{"Worker", r.Worker},
-		{"Payload hash", r.Hash},
+		{"Worker", Escape(r.Worker)},
+		{"Payload hash", Escape(r.Hash)},
 		{"Lease expires", lease},
 		{"Expires", expires},
 	}
@@ -92,9 +92,9 @@ func (c *AcksGetCmd) Run(ctx context.Context, env *Env) error {
 	}
 	switch dl := r.DeadLetter; {
 	case dl != nil && dl.Pending:
-		rows = append(rows, []string{"Dead letter", fmt.Sprintf("pending, to %s (id %s)", dl.Subject, dl.ID)})
+		rows = append(rows, []string{"Dead letter", fmt.Sprintf("pending, to %s (id %s)", Escape(dl.Subject), Escape(dl.ID))})
 	case dl != nil:
-		rows = append(rows, []string{"Dead letter", fmt.Sprintf("message %d of stream %s (subject %s, id %s)", dl.Seq, dl.Stream, dl.Subject, dl.ID)})
+		rows = append(rows, []string{"Dead letter", fmt.Sprintf("message %d of stream %s (subject %s, id %s)", dl.Seq, Escape(dl.Stream), Escape(dl.Subject), Escape(dl.ID))})
 	}
 	for _, row := range rows {
 		p.Printf("%-16s %s\n", row[0]+":", row[1])

@@ -296,9 +296,9 @@ func (r *planRun) print(p *Printer, note string) error {
 			rows = append(rows, row)
 		}
 	}
-	label := "Stream " + streams[0]
+	label := "Stream " + Escape(streams[0])
 	if multi {
-		label = "Streams " + strings.Join(streams, ", ")
+		label = "Streams " + Escape(strings.Join(streams, ", "))
 	}
 	p.Printf("%s, %s:\n", label, r.title)
 	if err := p.Table(headers, rows); err != nil {
@@ -311,7 +311,7 @@ func (r *planRun) print(p *Printer, note string) error {
 			if multi {
 				who = pl.Stream + "/" + c.Consumer
 			}
-			printChangeNotes(p, who, c)
+			printChangeNotes(p, Escape(who), c)
 		}
 		for _, s := range pl.Skipped {
 			if multi {
@@ -321,7 +321,7 @@ func (r *planRun) print(p *Printer, note string) error {
 		}
 	}
 	if len(skipped) > 0 {
-		p.Printf("Skipped ephemeral consumers: %s\n", strings.Join(skipped, ", "))
+		p.Printf("Skipped ephemeral consumers: %s\n", Escape(strings.Join(skipped, ", ")))
 	}
 	return nil
 }
@@ -332,7 +332,7 @@ func (r *planRun) print(p *Printer, note string) error {
 func printChangeNotes(p *Printer, who string, c *reset.Change) {
 	p.Printf("  %s: %s\n", who, c.Reason)
 	if s := c.Source; s != nil {
-		p.Printf("  %s: copies the %s of %s (delivered %d, ack floor %d, %s)\n", who, positionWords(s.Position), s.Consumer, s.Delivered, s.AckFloor, filterWords(s.Filters))
+		p.Printf("  %s: copies the %s of %s (delivered %d, ack floor %d, %s)\n", who, positionWords(s.Position), Escape(s.Consumer), s.Delivered, s.AckFloor, filterWords(s.Filters))
 	}
 	if ps := c.Pause; ps != nil {
 		p.Printf("  %s: pause: %s\n", who, pauseText(c, ps))
