@@ -100,15 +100,7 @@ func TestConsumeDenied(t *testing.T) {
 	} {
 		t.Run(tc.deny, func(t *testing.T) {
 			url := deniedServer(t, tc.deny)
-			nc, err := nats.Connect(url, nats.UserInfo("u", "pw"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			js := connectDenied(t, url)
 			ctx := testserver.Context(t, 30*time.Second)
 			if _, err := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 				t.Fatal(err)
@@ -126,15 +118,7 @@ func TestConsumeDenied(t *testing.T) {
 // listing's consumer is exit 7 naming the bucket, not a hang.
 func TestAcksListDenied(t *testing.T) {
 	url := deniedServer(t, "$JS.API.CONSUMER.CREATE.KV_JSCTL_ACKS.>")
-	nc, err := nats.Connect(url, nats.UserInfo("u", "pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := connectDenied(t, url)
 	ctx := testserver.Context(t, 30*time.Second)
 	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "JSCTL_ACKS", LimitMarkerTTL: time.Second}); err != nil {
 		t.Fatal(err)
@@ -143,4 +127,19 @@ func TestAcksListDenied(t *testing.T) {
 	if code != commands.ExitPermission || !strings.Contains(stderr, "KV_JSCTL_ACKS") {
 		t.Fatalf("exit %d, want %d naming the bucket\nstdout: %s\nstderr: %s", code, commands.ExitPermission, stdout, stderr)
 	}
+}
+
+// connectDenied connects to a deniedServer as its user.
+func connectDenied(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.UserInfo("u", "pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

@@ -83,80 +83,56 @@ func TestForgetAcks(t *testing.T) {
 // TestForwardMoveNotedInFloor: an in-place move forward past unhandled
 // messages opens a new range in the consumer's floor, so a consume run that
 // was going on across the move (a forced reset) never counts the skipped
-// messages as handled when it next advances the floor.
+// messages as handled when it next advances the floor. A move that recover
+// finishes (the run died after writing its intent) is noted the same way.
 func TestForwardMoveNotedInFloor(t *testing.T) {
-	js := single(t)
-	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
-	publish(t, js, "orders.eu", 20, 0)
-	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "billing"})
-	store, err := acks.Open(testCtx(t), js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, _ := js.Consumer(testCtx(t), "ORDERS", "billing")
-	ok := func(context.Context, acks.Delivery) error { return nil }
-	if _, err := store.Consume(testCtx(t), cons, ok, acks.WithMaxMessages(5)); err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 16}, Options{Force: true})
-	// A run going on across the move advances the floor to the new ack
-	// floor, as it does every second.
-	ref := acks.FloorRef{Scope: acks.DefaultScope("ORDERS", "billing"), Stream: "ORDERS", Consumer: "billing"}
-	fl, _, err := store.AdvanceFloor(testCtx(t), ref, info(t, js, "ORDERS", "billing"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for seq := uint64(6); seq <= 15; seq++ {
-		if fl.Covers(seq, "orders.eu") {
-			t.Fatalf("the floor covers skipped message %d: %+v", seq, fl.Ranges)
-		}
-	}
-	if !fl.Covers(3, "orders.eu") {
-		t.Errorf("the floor lost handled messages: %+v", fl.Ranges)
-	}
-}
-
-// TestRecoverForwardMoveNotedInFloor: a forward move in place that recover
-// finishes (the run died after writing its intent) is noted in the
-// consumer's floor as the change itself would have noted it, so the floor
-// never counts the skipped messages as handled.
-func TestRecoverForwardMoveNotedInFloor(t *testing.T) {
-	js := single(t)
-	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
-	publish(t, js, "orders.eu", 20, 0)
-	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "billing"})
-	store, err := acks.Open(testCtx(t), js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, _ := js.Consumer(testCtx(t), "ORDERS", "billing")
-	ok := func(context.Context, acks.Delivery) error { return nil }
-	if _, err := store.Consume(testCtx(t), cons, ok, acks.WithMaxMessages(5)); err != nil {
-		t.Fatal(err)
-	}
-	opts := Options{Force: true, crash: func(s string) bool { return s == "intent" }}
-	p := mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 16}, opts)
-	if err := Execute(testCtx(t), js, p, opts); !errors.Is(err, errCrashed) {
-		t.Fatalf("execute: %v", err)
-	}
-	r, err := PlanRecover(testCtx(t), js, "ORDERS", nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ExecuteRecover(testCtx(t), js, r, Options{}); err != nil || !r.Changes[0].Done || r.Changes[0].Action != ActReset {
-		t.Fatalf("recover: %v %+v", err, r.Changes[0])
-	}
-	ref := acks.FloorRef{Scope: acks.DefaultScope("ORDERS", "billing"), Stream: "ORDERS", Consumer: "billing"}
-	fl, _, err := store.AdvanceFloor(testCtx(t), ref, info(t, js, "ORDERS", "billing"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for seq := uint64(6); seq <= 15; seq++ {
-		if fl.Covers(seq, "orders.eu") {
-			t.Fatalf("after recover the floor covers skipped message %d: %+v", seq, fl.Ranges)
-		}
-	}
-	if !fl.Covers(3, "orders.eu") {
-		t.Errorf("the floor lost handled messages: %+v", fl.Ranges)
+	for _, recovered := range []bool{false, true} {
+		t.Run(map[bool]string{false: "execute", true: "recover"}[recovered], func(t *testing.T) {
+			js := single(t)
+			addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+			publish(t, js, "orders.eu", 20, 0)
+			addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "billing"})
+			store, err := acks.Open(testCtx(t), js)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cons, _ := js.Consumer(testCtx(t), "ORDERS", "billing")
+			ok := func(context.Context, acks.Delivery) error { return nil }
+			if _, err := store.Consume(testCtx(t), cons, ok, acks.WithMaxMessages(5)); err != nil {
+				t.Fatal(err)
+			}
+			target := Target{Kind: ToSeq, Seq: 16}
+			if !recovered {
+				mustRun(t, js, "ORDERS", []string{"billing"}, target, Options{Force: true})
+			} else {
+				opts := Options{Force: true, crash: func(s string) bool { return s == "intent" }}
+				p := mustPlan(t, js, "ORDERS", []string{"billing"}, target, opts)
+				if err := Execute(testCtx(t), js, p, opts); !errors.Is(err, errCrashed) {
+					t.Fatalf("execute: %v", err)
+				}
+				r, err := PlanRecover(testCtx(t), js, "ORDERS", nil, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := ExecuteRecover(testCtx(t), js, r, Options{}); err != nil || !r.Changes[0].Done || r.Changes[0].Action != ActReset {
+					t.Fatalf("recover: %v %+v", err, r.Changes[0])
+				}
+			}
+			// A run going on across the move advances the floor to the new
+			// ack floor, as it does every second.
+			ref := acks.FloorRef{Scope: acks.DefaultScope("ORDERS", "billing"), Stream: "ORDERS", Consumer: "billing"}
+			fl, _, err := store.AdvanceFloor(testCtx(t), ref, info(t, js, "ORDERS", "billing"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for seq := uint64(6); seq <= 15; seq++ {
+				if fl.Covers(seq, "orders.eu") {
+					t.Fatalf("the floor covers skipped message %d: %+v", seq, fl.Ranges)
+				}
+			}
+			if !fl.Covers(3, "orders.eu") {
+				t.Errorf("the floor lost handled messages: %+v", fl.Ranges)
+			}
+		})
 	}
 }
