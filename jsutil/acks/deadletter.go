@@ -168,9 +168,10 @@ func (s *Store) sendDeadLetter(ctx context.Context, j *job, v value, rev uint64)
 	return nil
 }
 
-// deadLettered handles a delivery that finds a dead-lettered failed
-// record (claimRecord hands over only those of this very message, and
-// pending ones of another message under the key).
+// deadLettered handles a delivery that finds a failed record that ends
+// it: a dead-lettered one (claimRecord hands over only those of this very
+// message, and pending ones of another message under the key), or a final
+// one of this very message delivered again since (its terminate was lost).
 func (s *Store) deadLettered(ctx context.Context, j *job, c *processConfig, rec *Record) {
 	dl := rec.DeadLetter
 	if rec.Seq != j.d.Seq {
@@ -181,6 +182,13 @@ func (s *Store) deadLettered(ctx context.Context, j *job, c *processConfig, rec 
 		return
 	}
 	j.res.Action, j.res.Failures = Failed, uint64(rec.Failures)
+	if dl == nil {
+		// Failed for good without a dead letter; its terminate was lost.
+		j.res.Err = fmt.Errorf("message %d of stream %q failed for good (%s)", j.d.Seq, j.d.Stream, rec.Reason)
+		s.terminate(j, rec.Reason)
+		s.dropWatch(ctx, j)
+		return
+	}
 	if dl.Pending {
 		actx, cancel := after(ctx, c)
 		defer cancel()

@@ -153,6 +153,13 @@ func (s *Store) claimRecord(ctx context.Context, j *job, lease time.Duration) (*
 		if r.State != StateFailed || (r.DeadLetter != nil && !j.retry && (r.Seq == j.d.Seq || r.DeadLetter.Pending)) {
 			return &r, nil // done, claimed, or dead-lettered (see deadLettered)
 		}
+		if r.Final && !j.retry && r.Seq == j.d.Seq && j.d.Deliveries > r.Deliveries {
+			// This message failed for good in this consumer's lifetime
+			// (a rewind delivers it afresh, from delivery 1), but its
+			// terminate was lost: the run stopped in between. Finish
+			// the failure rather than run it again (see deadLettered).
+			return &r, nil
+		}
 		rev, j.cl.tookOver = r.Revision, true
 		j.failures = uint64(r.Failures)
 		if r.Final {

@@ -115,3 +115,38 @@ func TestLeftoverWatchOfADoneMessage(t *testing.T) {
 		t.Errorf("watch left: %v", err)
 	}
 }
+
+// lostTerm is a message whose terminate never reaches the server, as when
+// jsctl dies between the final failed record and the terminate.
+type lostTerm struct{ jetstream.Msg }
+
+func (lostTerm) Term() error                 { return nil }
+func (lostTerm) TermWithReason(string) error { return nil }
+
+// A message that failed for good, whose terminate was lost, is delivered
+// again: it is terminated then, with its final failed record kept, and its
+// handler does not run again (a rewind, which delivers it from delivery 1,
+// runs it again on purpose).
+func TestFinalFailureWithLostTerminate(t *testing.T) {
+	f := newFixture(t)
+	ctx := testCtx(t, 30*time.Second)
+	publish(t, f.js, "orders", 1, 1)
+	cons := addConsumer(t, f.js, "ORDERS", "c", time.Second)
+	fail := func(context.Context, acks.Delivery) error { return errors.New("boom") }
+	r, err := f.st.Process(ctx, lostTerm{next(t, cons)}, fail, acks.WithMaxFailures(1))
+	if !r.Final {
+		t.Fatalf("first delivery: %+v %v", r, err)
+	}
+	ran := false
+	r, err = f.st.Process(ctx, next(t, cons), func(context.Context, acks.Delivery) error { ran = true; return nil }, acks.WithMaxFailures(1))
+	if ran || r.Action != acks.Failed || !r.Final || r.Deliveries != 2 {
+		t.Fatalf("redelivery after the lost terminate: ran %v, %+v %v", ran, r, err)
+	}
+	if m, err := cons.Next(jetstream.FetchMaxWait(1500 * time.Millisecond)); err == nil {
+		t.Fatalf("message %v delivered again after its terminate", m)
+	}
+	rec, err := f.st.Get(ctx, "ORDERS.c", acks.KeyFromSequence, "1")
+	if err != nil || rec.State != acks.StateFailed || !rec.Final {
+		t.Fatalf("record: %+v %v", rec, err)
+	}
+}
