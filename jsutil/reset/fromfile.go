@@ -41,7 +41,12 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 	}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: saved.Stream, Target: saved.Target, Changes: []*Change{}}
 	pending, pendingErr := p.unfinished(ctx)
+	seen := map[string]bool{}
 	for _, s := range saved.Changes {
+		if seen[s.Consumer] {
+			continue // listed twice (by an older jsctl): changed once
+		}
+		seen[s.Consumer] = true
 		c, err := p.newChange(ctx, s.Consumer)
 		if s.Method == Create {
 			// Made from a saved configuration: only while it is missing.

@@ -162,7 +162,7 @@ func TestRecreateFailureRestores(t *testing.T) {
 }
 
 // TestFromFileRefusesMovedConsumer: a saved plan is applied as saved, but
-// not to a consumer that moved meanwhile.
+// not to a consumer that moved meanwhile, and to each consumer once.
 func TestFromFileRefusesMovedConsumer(t *testing.T) {
 	js := single(t)
 	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
@@ -181,6 +181,14 @@ func TestFromFileRefusesMovedConsumer(t *testing.T) {
 	again, err := Replan(testCtx(t), js, saved, Options{})
 	if err != nil || again.Err() != nil {
 		t.Fatalf("replan: %v %v", err, again.Err())
+	}
+
+	// A plan naming a consumer twice (as an older jsctl wrote for
+	// "consumer reset ORDERS a a") changes it once.
+	twice := *saved
+	twice.Changes = []*Change{saved.Changes[0], saved.Changes[0]}
+	if again, err := Replan(testCtx(t), js, &twice, Options{}); err != nil || len(again.Changes) != 1 {
+		t.Fatalf("replan of a consumer listed twice: %v, %d changes", err, len(again.Changes))
 	}
 
 	fetch(t, js, "ORDERS", "b", 1) // b moves on
