@@ -72,8 +72,10 @@ leaves it, and "jsctl consumer recover STREAM --execute" finishes the change.
 A permission denial stops with exit code 7 and changes nothing.
 
 Refused (exit code 5): consumers with waiting pull requests or a bound push
-subscriber, and forward moves on interest or work-queue streams that can
-remove messages for good. Pass --pause for a busy consumer (recommended): it is
+subscriber, forward moves on interest or work-queue streams that can
+remove messages for good, and a consumer that moved since the plan was made
+(plan again; under --force or --pause a move forward, its clients' progress,
+is accepted and recorded as the change's start). Pass --pause for a busy consumer (recommended): it is
 paused (the server's pause API), its unacknowledged deliveries are waited for
 (--drain-timeout, default 30s), then it is moved, verified and resumed (or left
 paused with --keep-paused); clients stay connected and receive nothing in

@@ -20,6 +20,10 @@ import (
 // within Options.Settle. What it cannot finish stays in the intent record
 // for `jsctl consumer recover`.
 //
+// A consumer that moved since the plan was made is refused as stale
+// (jsutil.ErrConflict, nothing changed), except for its clients' progress
+// under Options.Force or Options.Pause: see sincePlan.
+//
 // Nothing is changed when the plan has a refusal (Plan.Err). The first
 // change runs alone; the others then run Options.Concurrency at a time, and
 // none is started after one fails. The error names the consumer, and the
@@ -141,6 +145,10 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 		if st, err = x.loadSure(ctx, c); err != nil {
 			return wrapConsumer(err, c.Stream, c.Consumer)
 		}
+		if _, err := x.fromNow(ctx, c, st, "since the plan was made"); err != nil {
+			return err
+		}
+		in.From = c.From
 		c.state = st
 		in.Config, in.Created = st.raw.json(), st.createdAt()
 		in.FromStart = startOf(st.info.Config)
@@ -236,19 +244,58 @@ func (x *executor) fallBack(c *Change, err error) bool {
 }
 
 // afterPause takes the consumer as it is once paused (st): a live client
-// may have moved it since the plan was made, and the intent records where
-// it really was before the change (undo returns there). The target stays
-// as planned.
+// may have moved it since it was read (fromNow decides), and the intent
+// records where it really was before the change (undo returns there).
 func (x *executor) afterPause(ctx context.Context, c *Change, in *Intent, st *consumerState) error {
 	c.state = st
-	d, a := st.info.Delivered.Stream, st.info.AckFloor.Stream
-	if d == c.From.Delivered && a == c.From.AckFloor {
-		return nil
+	moved, err := x.fromNow(ctx, c, st, "until it was paused")
+	if err != nil || !moved {
+		return err
 	}
-	c.warn("it moved while being paused (delivered %d, ack floor %d; planned from %d and %d); the target stays %d as planned", d, a, c.From.Delivered, c.From.AckFloor, c.To.Sequence)
-	c.From = From{Delivered: d, AckFloor: a, AckFloorTime: x.msgTime(ctx, a)}
 	in.From, in.Forget = c.From, x.forgetRange(c)
 	return x.intents.update(ctx, in)
+}
+
+// fromNow compares the consumer as it is now (st) with the position its
+// change starts from (c.From, the plan's) by the one rule of sincePlan. A
+// move it accepts (a client's progress) becomes c.From, with a warning
+// naming when it happened, and moved is true; the target stays as
+// planned. A refusal is a jsutil.ErrConflict: nothing was changed.
+func (x *executor) fromNow(ctx context.Context, c *Change, st *consumerState, when string) (moved bool, err error) {
+	d, a := st.info.Delivered.Stream, st.info.AckFloor.Stream
+	if d == c.From.Delivered && a == c.From.AckFloor {
+		return false, nil
+	}
+	if why := x.opts.sincePlan(c.From, d, a); why != "" {
+		return false, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %s; nothing changed: plan again", c.Consumer, c.Stream, why)
+	}
+	c.warn("a client moved it on %s (delivered %d, ack floor %d; planned from %d and %d); the target stays %d as planned", when, d, a, c.From.Delivered, c.From.AckFloor, c.To.Sequence)
+	c.From = From{Delivered: d, AckFloor: a, AckFloorTime: x.msgTime(ctx, a)}
+	return true, nil
+}
+
+// sincePlan is the one rule for a consumer that may have moved since its
+// plan was made (Execute, before and after a pause; Replan, for a saved
+// plan): d and a are its delivered and ack floor stream sequences now.
+// It returns "" where the change may go on from there: unmoved, or moved
+// only forward where clients are expected to move it (Options.Force moves
+// it under their feet; Options.Pause lets them read until it is paused),
+// as their progress does. Anything else was someone else's move (another
+// change; a client never moves a consumer back), after which the plan's
+// position, counts and relative target no longer hold: the reason for
+// refusing it.
+func (o Options) sincePlan(planned From, d, a uint64) string {
+	if d == planned.Delivered && a == planned.AckFloor {
+		return ""
+	}
+	saw := fmt.Sprintf("delivered %d, ack floor %d; the plan saw %d and %d", d, a, planned.Delivered, planned.AckFloor)
+	switch {
+	case !o.Force && !o.Pause:
+		return "moved since the plan was made (" + saw + ")"
+	case d < planned.Delivered || a < planned.AckFloor:
+		return "moved back since the plan was made (" + saw + "), as no client moves it (another change?)"
+	}
+	return ""
 }
 
 // recreateIntent fills in what a recreate will create.

@@ -32,7 +32,8 @@ func ReadPlan(data []byte) (*Plan, error) {
 // Replan checks a saved plan against the server and returns a fresh plan
 // with the same targets and methods. A consumer that has moved since the
 // plan was made (its delivered or ack floor sequence differs) is refused
-// with a jsutil.ErrConflict refusal.
+// with a jsutil.ErrConflict refusal, unless the move is its clients'
+// progress under Options.Force or Options.Pause (see sincePlan).
 func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Options) (*Plan, error) {
 	opts = opts.withDefaults()
 	p, err := newPlanner(ctx, js, saved.Stream, opts)
@@ -86,9 +87,11 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 		if err := p.complete(ctx, c, saved.Target, s.To.Sequence); err != nil {
 			return nil, err
 		}
-		if c.From.Delivered != s.From.Delivered || c.From.AckFloor != s.From.AckFloor {
-			c.refuse(jsutil.ErrConflict, "moved since the plan was made (delivered %d, ack floor %d; the plan saw %d and %d)",
-				c.From.Delivered, c.From.AckFloor, s.From.Delivered, s.From.AckFloor)
+		if why := opts.sincePlan(s.From, c.From.Delivered, c.From.AckFloor); why != "" {
+			c.refuse(jsutil.ErrConflict, "%s; plan again", why)
+		} else if c.From.Delivered != s.From.Delivered || c.From.AckFloor != s.From.AckFloor {
+			c.warn("a client moved it on since the plan was made (delivered %d, ack floor %d; the plan saw %d and %d); the target stays %d as planned",
+				c.From.Delivered, c.From.AckFloor, s.From.Delivered, s.From.AckFloor, c.To.Sequence)
 		}
 		refuseUnfinished(c, pending)
 		plan.Changes = append(plan.Changes, c)

@@ -208,6 +208,60 @@ func TestFromFileRefusesMovedConsumer(t *testing.T) {
 	}
 }
 
+// TestExecuteRefusesStalePlan: two plans of one consumer made at the same
+// moment (two operators, or one waiting at the prompt while another runs).
+// Once the first has moved the consumer back, the second is refused as
+// moved since the plan was made (and nothing of it is written), with or
+// without Force: a client never moves a consumer back. Under Force a
+// client's progress since the plan is accepted, and the change is recorded
+// from where the consumer really was, so --to-previous returns there.
+func TestExecuteRefusesStalePlan(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 20, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "billing"})
+	fetch(t, js, "ORDERS", "billing", 10)
+	force := Options{Force: true}
+	back := mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 3}, Options{})
+	fwd := mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 15}, Options{})
+	forced := mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 15}, force)
+	if err := Execute(testCtx(t), js, back, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	err := Execute(testCtx(t), js, fwd, Options{})
+	want := `reset consumer "billing" on "ORDERS": moved since the plan was made (delivered 2, ack floor 2; the plan saw 10 and 10); nothing changed: plan again`
+	if !errors.Is(err, jsutil.ErrConflict) || err.Error() != want {
+		t.Fatalf("stale plan: got %v, want %s", err, want)
+	}
+	err = Execute(testCtx(t), js, forced, force)
+	if !errors.Is(err, jsutil.ErrConflict) || !strings.Contains(err.Error(), "moved back since the plan was made (delivered 2, ack floor 2; the plan saw 10 and 10)") {
+		t.Fatalf("stale plan under force: got %v", err)
+	}
+	if got := position(t, js, "ORDERS", "billing"); got != [2]uint64{2, 2} {
+		t.Fatalf("a refused change moved the consumer to %v", got)
+	}
+	if u, err := ListUnfinished(testCtx(t), js, "", "ORDERS"); err != nil || len(u) != 0 {
+		t.Fatalf("a refused change left intents %v (%v)", u, err)
+	}
+
+	live := mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 15}, force)
+	fetch(t, js, "ORDERS", "billing", 3) // a client takes 3..5
+	if err := Execute(testCtx(t), js, live, force); err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(live.Changes[0].Warnings, "; "); !strings.Contains(w, "a client moved it on since the plan was made (delivered 5, ack floor 5; planned from 2 and 2)") {
+		t.Fatalf("warnings %q", w)
+	}
+	h, err := History(testCtx(t), js, "", "ORDERS", "billing")
+	if err != nil || len(h) != 2 || h[1].From.AckFloor != 5 {
+		t.Fatalf("history %+v (%v); want two changes, the second from ack floor 5", h, err)
+	}
+	undo := mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToPrevious}, Options{})
+	if got := undo.Changes[0].To.Sequence; got != 6 {
+		t.Fatalf("--to-previous goes to %d, want 6", got)
+	}
+}
+
 // TestClampAndErrors: targets outside the stream are clamped with a
 // warning; unknown consumers and streams are named in not-found errors.
 func TestClampAndErrors(t *testing.T) {
@@ -352,7 +406,9 @@ func TestRecreateRefusedOnWorkQueue(t *testing.T) {
 // own reset to the ack floor only while that floor is still the target.
 // Once a client has acknowledged more since the plan, auto recreates it at
 // the planned target instead, and --method reset is refused by the server:
-// a conflict (exit 5), with nothing changed.
+// a conflict (exit 5), with nothing changed. (A client's progress since
+// the plan is accepted under Force; without it the change is refused as
+// moved, see TestExecuteRefusesStalePlan.)
 func TestAckFloorMovedSincePlan(t *testing.T) {
 	for _, method := range []Method{Auto, Reset} {
 		t.Run(string(method), func(t *testing.T) {
@@ -361,7 +417,7 @@ func TestAckFloorMovedSincePlan(t *testing.T) {
 			addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "c", DeliverPolicy: jetstream.DeliverNewPolicy})
 			publish(t, js, "orders.eu", 10, 0)
 			fetch(t, js, "ORDERS", "c", 3)
-			opts := Options{Method: method}
+			opts := Options{Method: method, Force: true}
 			p := mustPlan(t, js, "ORDERS", []string{"c"}, Target{Kind: ToAckFloor}, opts)
 			if c := p.Changes[0]; c.Method != Reset || c.To.Sequence != 4 {
 				t.Fatalf("plan: %s to %d", c.Method, c.To.Sequence)
