@@ -23,7 +23,9 @@ consumer is in now, and what finishing the change does. With --execute it
 finishes them: a deleted consumer is created again with its recorded
 configuration at the planned target, a half-made change is completed, each
 is verified, recorded in history (once) and its intent record removed.
-Without --execute nothing changes.
+Without --execute nothing changes. Each change is claimed (compare-and-set
+on its intent record) before it is finished, so of two runs started together
+only one finishes it; the other leaves it alone with a warning.
 
 Every change jsctl makes to a consumer first writes an intent record (the
 consumer's full configuration, its old position and the target) to the KV

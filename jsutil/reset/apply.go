@@ -204,36 +204,47 @@ func (x *executor) moveCreated(ctx context.Context, c *Change, cfg rawConfig) (o
 	return done, nil
 }
 
-// deleteSure deletes the consumer that was created at created. done: it is
-// gone; unchanged: refused or denied, it is still there; unsettled.
+// deleteSure deletes the consumer that was created at created, and no
+// other: each attempt first reads the consumer, and one created at another
+// time (recreated since by someone else, or by another run finishing the
+// same change) is left as it is. done: it is gone; unchanged: refused or
+// denied, it is still there; unsettled.
 func (x *executor) deleteSure(ctx context.Context, c *Change, created *time.Time) (outcome, error) {
 	deadline := time.Now().Add(x.opts.Settle)
+	sent := false // a delete was sent that may have been applied
 	for attempt := 0; ; attempt++ {
-		err := x.delete(ctx, c)
-		if err == nil && x.opts.lose != nil && x.opts.lose("delete") {
-			err = nats.ErrTimeout
-		}
-		switch {
-		case err == nil, errors.Is(err, jetstream.ErrConsumerNotFound):
-			return done, nil
-		case errors.Is(err, jsutil.ErrPermission):
-			return unchanged, jsutil.Wrap(err, "reset consumer %q on %q: delete (nothing changed)", c.Consumer, c.Stream)
-		case ctx.Err() != nil:
-			return unsettled, unsettledErr(c, "delete", err)
-		}
-		// Find out whether it was deleted.
-		c.unsure = c.unsure || lost(err)
 		st, lerr := x.load(ctx, c)
 		switch {
 		case errors.Is(lerr, jetstream.ErrConsumerNotFound):
 			return done, nil
+		case lerr == nil && !st.madeAt(created) && !sent:
+			return unchanged, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: it was recreated by someone else since it was read (created %s); nothing changed: see %s", c.Consumer, c.Stream, st.info.Created.UTC().Format(time.RFC3339Nano), RecoverCommand(c.Stream, c.Consumer))
 		case lerr == nil && !st.madeAt(created):
 			return unsettled, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: someone else recreated it during the change; left as it is: see %s", c.Consumer, c.Stream, RecoverCommand(c.Stream, c.Consumer))
-		case lerr == nil && !lost(err):
-			return unchanged, wrapConsumer(err, c.Stream, c.Consumer)
+		case lerr != nil && !lost(lerr) && !sent:
+			return unchanged, wrapConsumer(lerr, c.Stream, c.Consumer)
+		case lerr == nil:
+			err := x.delete(ctx, c)
+			if err == nil && x.opts.lose != nil && x.opts.lose("delete") {
+				err = nats.ErrTimeout
+			}
+			switch {
+			case err == nil, errors.Is(err, jetstream.ErrConsumerNotFound):
+				return done, nil
+			case errors.Is(err, jsutil.ErrPermission):
+				return unchanged, jsutil.Wrap(err, "reset consumer %q on %q: delete (nothing changed)", c.Consumer, c.Stream)
+			case !lost(err):
+				return unchanged, wrapConsumer(err, c.Stream, c.Consumer)
+			}
+			// Applied with its reply lost, or not: look again.
+			sent, c.unsure = true, true
+			lerr = err
 		}
-		if time.Now().After(deadline) || !sleepCtx(ctx, backoff(attempt)) {
-			return unsettled, unsettledErr(c, "delete", err)
+		if ctx.Err() != nil || time.Now().After(deadline) || !sleepCtx(ctx, backoff(attempt)) {
+			if !sent {
+				return unchanged, wrapConsumer(lerr, c.Stream, c.Consumer)
+			}
+			return unsettled, unsettledErr(c, "delete", lerr)
 		}
 	}
 }

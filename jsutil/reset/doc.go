@@ -10,7 +10,9 @@
 //
 //  1. Read the consumer's info: its full raw configuration (exactly as the
 //     server returns it, so fields this client does not know survive), its
-//     position and its creation time.
+//     position and its creation time. A consumer that moved since the plan
+//     was made is refused, but for its clients' progress under Force or
+//     Pause (Options.sincePlan).
 //  2. Write an intent record to the KV bucket JSCTL_RESET_INTENTS (key
 //     STREAM.CONSUMER, history 1, the stream's replica count) with
 //     compare-and-set (create): the configuration, the old position, the
@@ -20,7 +22,8 @@
 //     unfinished, and nothing is changed.
 //  3. Make the change: an in-place reset, or a delete and create (after a
 //     no-op create that checks permission, and with a temporary consumer
-//     holding interest on an interest stream).
+//     holding interest on an interest stream). The delete deletes only the
+//     consumer created at the time step 1 read: one made since is left.
 //  4. Verify it from the server's reply: the reset reply's reset_seq (the
 //     reply is JSApiConsumerResetResponse, read raw to keep all of it), or
 //     the create reply's position. Consumer info is read once more only to
@@ -41,10 +44,12 @@
 // If the run dies (kill -9, a crash) or cannot finish, the intent record
 // stays. consumer ls, info and reset then warn, and PlanRecover /
 // ExecuteRecover (jsctl consumer recover) finish the change from what the
-// record and the server say: create a missing consumer from the recorded
-// configuration at the target, complete a half-made recreate or reset,
-// verify, record in history unless the history already has the change id,
-// and delete the record.
+// record and the server say: claim the record (a compare-and-set on the
+// revision the plan read, so of two runs that planned together only one
+// acts), create a missing consumer from the recorded configuration at the
+// target, complete a half-made recreate or reset, verify, record in
+// history unless the history already has the change id, and delete the
+// record.
 //
 // Because history keeps each change's full configuration, --to-previous
 // rebuilds a consumer that no longer exists, and PlanMoves creates

@@ -351,7 +351,10 @@ func (x *executor) conclude(ctx context.Context, c *Change, in *Intent, out outc
 }
 
 // recordAndComplete writes the history record and removes the intent;
-// recorded says the history has the change.
+// recorded says the history has the change. A recovered change is
+// recorded only where the history does not hold it yet (another run may
+// have finished it since this one looked), so each change is recorded
+// once.
 func (x *executor) recordAndComplete(ctx context.Context, c *Change, in *Intent, recovered bool) (bool, error) {
 	var newCfg []byte
 	if c.proof != nil {
@@ -361,12 +364,17 @@ func (x *executor) recordAndComplete(ctx context.Context, c *Change, in *Intent,
 		}
 		newCfg = cfg.json()
 	}
-	err := x.record(ctx, Record{
-		Stream: c.Stream, Consumer: c.Consumer, Time: x.opts.Now().UTC(), Method: c.Method,
-		Target: in.Target, From: c.From, To: c.To, Verified: c.Verified, UndoOf: c.UndoOf,
-		FromStart: in.FromStart, User: in.User, Host: in.Host,
-		ChangeID: in.ID, Config: in.Config, NewConfig: newCfg, Recovered: recovered,
-	})
+	var err error
+	if recovered && x.inHistory(ctx, in) {
+		c.warn("the change is in history already (recorded by another run meanwhile): not recorded again")
+	} else {
+		err = x.record(ctx, Record{
+			Stream: c.Stream, Consumer: c.Consumer, Time: x.opts.Now().UTC(), Method: c.Method,
+			Target: in.Target, From: c.From, To: c.To, Verified: c.Verified, UndoOf: c.UndoOf,
+			FromStart: in.FromStart, User: in.User, Host: in.Host,
+			ChangeID: in.ID, Config: in.Config, NewConfig: newCfg, Recovered: recovered,
+		})
+	}
 	if err != nil {
 		c.warn("the change was made but not recorded in history (%v); %s records it", err, RecoverCommand(c.Stream, c.Consumer))
 		return false, nil
@@ -382,6 +390,13 @@ func (x *executor) recordAndComplete(ctx context.Context, c *Change, in *Intent,
 	}
 	x.releaseHold(ctx, in)
 	return true, nil
+}
+
+// inHistory reports whether the history holds the change of in (false
+// where it cannot be read: record then tries).
+func (x *executor) inHistory(ctx context.Context, in *Intent) bool {
+	ok, err := recorded(ctx, x.js, x.opts.HistoryBucket, in.Stream, in.Consumer, in.ID)
+	return err == nil && ok
 }
 
 // releaseHold deletes the interest holder of a recreate, if any.

@@ -77,8 +77,26 @@ type Intent struct {
 	Time  time.Time    `json:"time"`
 	User  string       `json:"user"`
 	Host  string       `json:"host"`
+	// Claim names the `consumer recover` run that took the change over
+	// (see intents.claim).
+	Claim *Claim `json:"claim,omitempty"`
 
 	revision uint64
+}
+
+// Claim is a recover run's hold on an unfinished change.
+type Claim struct {
+	ID   string    `json:"id"`
+	Time time.Time `json:"time"`
+	User string    `json:"user"`
+	Host string    `json:"host"`
+}
+
+func (c *Claim) id() string {
+	if c == nil {
+		return ""
+	}
+	return c.ID
 }
 
 // Unfinished describes a change an interrupted run left unfinished.
@@ -263,12 +281,49 @@ func (s *intents) update(ctx context.Context, in *Intent) error {
 			return nil
 		}
 		// A retry after a lost reply fails its compare-and-set: read back.
-		if cur, gerr := s.get(ctx, kv, key); gerr == nil && cur != nil && cur.ID == in.ID && cur.Method == in.Method {
+		if cur, gerr := s.get(ctx, kv, key); gerr == nil && cur != nil && cur.ID == in.ID && cur.Method == in.Method && cur.Claim.id() == in.Claim.id() {
 			in.revision = cur.revision
 			return nil
 		}
 		if !lost(err) || time.Now().After(deadline) || !sleepCtx(ctx, 200*time.Millisecond) {
 			return jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "reset consumer %q on %q: update the intent record", in.Consumer, in.Stream)
+		}
+	}
+}
+
+// claim takes an unfinished change over for one recover run before it acts:
+// it rewrites the intent with the run's claim, a compare-and-set on the
+// revision the run's plan read. Of two runs that planned together only one
+// wins; the other gets false (the record changed since: claimed or
+// finished elsewhere) and leaves the change alone. A run that plans after
+// the claim may take the change over (the claiming run may have died).
+func (s *intents) claim(ctx context.Context, kv jetstream.KeyValue, in *Intent, by Claim) (bool, error) {
+	next := *in
+	next.Claim = &by
+	val, err := json.Marshal(&next)
+	if err != nil {
+		return false, err
+	}
+	key := HistoryKey(in.Stream, in.Consumer)
+	deadline := time.Now().Add(s.settle)
+	for {
+		uctx, cancel := s.ctx(ctx)
+		rev, err := kv.Update(uctx, key, val, in.revision)
+		cancel()
+		if err == nil {
+			in.Claim, in.revision = next.Claim, rev
+			return true, nil
+		}
+		cur, gerr := s.get(ctx, kv, key)
+		switch {
+		case gerr == nil && cur != nil && cur.ID == in.ID && cur.Claim != nil && cur.Claim.ID == by.ID:
+			in.Claim, in.revision = cur.Claim, cur.revision // ours, its reply lost
+			return true, nil
+		case gerr == nil && (cur == nil || cur.revision != in.revision):
+			return false, nil
+		}
+		if !lost(err) || time.Now().After(deadline) || !sleepCtx(ctx, 200*time.Millisecond) {
+			return false, jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "recover consumer %q on %q: claim its intent record", in.Consumer, in.Stream)
 		}
 	}
 }

@@ -143,6 +143,9 @@ func (x *executor) classify(ctx context.Context, rc *RecoverChange) error {
 	if err := x.classifyState(ctx, rc); err != nil {
 		return err
 	}
+	if cl := rc.intent.Claim; cl != nil {
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("a recover run by %s@%s took this change over at %s; if it is still running, let it finish", cl.User, cl.Host, cl.Time.UTC().Format(time.RFC3339)))
+	}
 	if rc.Resume && rc.State != StateNoStream {
 		rc.Reason += "; then resume it (the change paused it)"
 	}
@@ -207,8 +210,10 @@ func (x *executor) classifyState(ctx context.Context, rc *RecoverChange) error {
 // ExecuteRecover finishes the changes of a recovery plan: each consumer is
 // created, recreated or moved as its change intended, verified from the
 // server's reply, recorded in history (once: a change already recorded is
-// not recorded again) and its intent record removed. A change whose intent
-// record changed since the plan was made is left alone.
+// not recorded again) and its intent record removed. Each change is first
+// claimed (a compare-and-set on its intent record): one whose record
+// changed since the plan was made (finished or claimed by another run) is
+// left alone.
 func ExecuteRecover(ctx context.Context, js jetstream.JetStream, r *Recovery, opts Options) error {
 	opts = opts.withDefaults()
 	r.Executed = true
@@ -229,7 +234,7 @@ func ExecuteRecover(ctx context.Context, js jetstream.JetStream, r *Recovery, op
 	var first error
 	failed := 0
 	for _, rc := range r.Changes {
-		if err := finish(ctx, x, s, rc); err != nil {
+		if err := finish(ctx, x, s, rc, opts); err != nil {
 			rc.Error = err.Error()
 			if first == nil {
 				first = err
@@ -244,7 +249,7 @@ func ExecuteRecover(ctx context.Context, js jetstream.JetStream, r *Recovery, op
 }
 
 // finish takes one change's action.
-func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange) error {
+func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange, opts Options) error {
 	in := rc.intent
 	kv, err := s.open(ctx, false)
 	if err != nil {
@@ -254,8 +259,17 @@ func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange) err
 	if err != nil {
 		return jsutil.Wrap(err, "recover consumer %q on %q", in.Consumer, in.Stream)
 	}
-	if cur == nil || cur.ID != in.ID || cur.revision != in.revision {
-		rc.Warnings = append(rc.Warnings, "its intent record changed since the plan was made (finished by someone else?): left alone")
+	// Claimed before anything is done: of two runs that planned together,
+	// the one that loses leaves the change to the other.
+	claim := Claim{ID: newID(), Time: opts.Now().UTC(), User: opts.User, Host: opts.Host}
+	ok := cur != nil && cur.ID == in.ID && cur.revision == in.revision
+	if ok {
+		if ok, err = s.claim(ctx, kv, in, claim); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		rc.Warnings = append(rc.Warnings, "its intent record changed since the plan was made (finished or taken over by another run): left alone")
 		return nil
 	}
 	if rc.Action == ActClear || rc.Action == ActLeave {

@@ -1,6 +1,7 @@
 package reset
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -287,4 +288,118 @@ func TestHistoryUnknownStream(t *testing.T) {
 	if !errors.Is(err, jsutil.ErrNotFound) || !strings.Contains(err.Error(), `"NOPE": stream not found`) {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// TestConcurrentRecover: two `consumer recover --execute` runs, or a run
+// and someone else, meet on one unfinished change. The change is made and
+// recorded once, and nothing made since is deleted.
+func TestConcurrentRecover(t *testing.T) {
+	// unfinished leaves a recreate of billing (back to 3) unfinished: with
+	// its intent written (crash "intent") or made and not recorded
+	// ("applied"); it returns the change id.
+	unfinished := func(t *testing.T, js jetstream.JetStream, step string) string {
+		addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+		publish(t, js, "orders.eu", 10, 0)
+		addConsumer(t, js, "ORDERS", rich("billing"))
+		fetch(t, js, "ORDERS", "billing", 8)
+		opts := Options{Method: Recreate, crash: func(s string) bool { return s == step }}
+		p := mustPlan(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 3}, opts)
+		if err := Execute(testCtx(t), js, p, opts); !errors.Is(err, errCrashed) {
+			t.Fatalf("execute: %v", err)
+		}
+		return p.Changes[0].ChangeID
+	}
+	planRecover := func(t *testing.T, js jetstream.JetStream, want string) *Recovery {
+		r, err := PlanRecover(testCtx(t), js, "ORDERS", nil, Options{})
+		if err != nil || len(r.Changes) != 1 || r.Changes[0].Action != want {
+			t.Fatalf("recover plan %+v (%v), want one %s", r, err, want)
+		}
+		return r
+	}
+
+	t.Run("planned together", func(t *testing.T) {
+		// Both plan; the first stops just after recording (before it
+		// removes the intent), a client reads from the recreated
+		// consumer, then the second runs: it lost the claim and leaves
+		// the change alone.
+		js := single(t)
+		id := unfinished(t, js, "intent")
+		r1, r2 := planRecover(t, js, ActRecreate), planRecover(t, js, ActRecreate)
+		if err := ExecuteRecover(testCtx(t), js, r1, Options{crash: func(s string) bool { return s == "recorded" }}); !errors.Is(err, errCrashed) {
+			t.Fatalf("first recover: %v", err)
+		}
+		if got := fetch(t, js, "ORDERS", "billing", 2); len(got) != 2 || got[0] != 3 {
+			t.Fatalf("a client of the recovered consumer got %v, want 3,4", got)
+		}
+		created := info(t, js, "ORDERS", "billing").Created
+		if err := ExecuteRecover(testCtx(t), js, r2, Options{}); err != nil {
+			t.Fatalf("second recover: %v", err)
+		}
+		if rc := r2.Changes[0]; rc.Done || !strings.Contains(strings.Join(rc.Warnings, "; "), "taken over by another run): left alone") {
+			t.Fatalf("second recover: done %v, warnings %v", rc.Done, rc.Warnings)
+		}
+		wantHistory(t, js, "ORDERS", "billing", id)
+		if after := info(t, js, "ORDERS", "billing"); !after.Created.Equal(created) || after.AckFloor.Stream != 4 {
+			t.Fatalf("the second recover replaced the consumer (created %v -> %v, ack floor %d, want 4)", created, after.Created, after.AckFloor.Stream)
+		}
+		// A later run sees who took the change over, and clears it.
+		r3 := planRecover(t, js, ActClear)
+		if w := strings.Join(r3.Changes[0].Warnings, "; "); !strings.Contains(w, "a recover run by ") || !strings.Contains(w, "took this change over") {
+			t.Fatalf("warnings %q", w)
+		}
+	})
+
+	t.Run("recreated since the plan", func(t *testing.T) {
+		// Someone else recreates the consumer after recover planned to
+		// recreate it, and a client reads from it: recover does not
+		// delete it, and keeps the intent.
+		js := single(t)
+		id := unfinished(t, js, "intent")
+		r := planRecover(t, js, ActRecreate)
+		if err := js.DeleteConsumer(testCtx(t), "ORDERS", "billing"); err != nil {
+			t.Fatal(err)
+		}
+		addConsumer(t, js, "ORDERS", rich("billing"))
+		fetch(t, js, "ORDERS", "billing", 2)
+		created := info(t, js, "ORDERS", "billing").Created
+		err := ExecuteRecover(testCtx(t), js, r, Options{})
+		if !errors.Is(err, jsutil.ErrConflict) || !strings.Contains(err.Error(), `reset consumer "billing" on "ORDERS": it was recreated by someone else since it was read`) {
+			t.Fatalf("got %v", err)
+		}
+		if after := info(t, js, "ORDERS", "billing"); !after.Created.Equal(created) || after.AckFloor.Stream != 2 {
+			t.Fatalf("recover replaced the consumer made since (created %v -> %v, ack floor %d, want 2)", created, after.Created, after.AckFloor.Stream)
+		}
+		if ok, err := recorded(testCtx(t), js, HistoryBucket, "ORDERS", "billing", id); err != nil || ok {
+			t.Fatalf("change recorded: %v (%v)", ok, err)
+		}
+		if u := intentsOf(t, js, "ORDERS", "billing"); len(u) != 1 {
+			t.Fatalf("intents %v, want the change's kept", u)
+		}
+	})
+
+	t.Run("recorded since the plan", func(t *testing.T) {
+		// The change was made; another run records it after this one
+		// planned to: it is recorded once.
+		js := single(t)
+		id := unfinished(t, js, "applied")
+		r := planRecover(t, js, ActRecord)
+		p, err := newPlanner(testCtx(t), js, "ORDERS", Options{}.withDefaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _ := json.Marshal(rich("billing"))
+		if err := p.record(testCtx(t), Record{Stream: "ORDERS", Consumer: "billing", Method: Recreate, ChangeID: id, Config: cfg, Recovered: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ExecuteRecover(testCtx(t), js, r, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if rc := r.Changes[0]; !rc.Done || !strings.Contains(strings.Join(rc.Warnings, "; "), "not recorded again") {
+			t.Fatalf("recover: done %v, warnings %v", rc.Done, rc.Warnings)
+		}
+		wantHistory(t, js, "ORDERS", "billing", id)
+		if u := intentsOf(t, js, "ORDERS", "billing"); len(u) != 0 {
+			t.Fatalf("intents %v left", u)
+		}
+	})
 }
