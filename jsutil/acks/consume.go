@@ -111,6 +111,7 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 		ref:     FloorRef{Scope: c.scope, Stream: info.Stream, Consumer: info.Name},
 		ackWait: ackWait, maxExtra: maxExtra, failing: map[uint64]string{}, warned: map[string]bool{},
 		freed: make(chan struct{}, 1), lastSeq: info.Delivered.Stream + info.NumPending, fetchCtx: ctx,
+		priorErr: s.js.Conn().LastError(),
 	}
 	warn, err := l.checkDeadLetter(ctx)
 	if err != nil {
@@ -162,6 +163,9 @@ type loop struct {
 	lastSeq  uint64
 	// fetchCtx is the run's context, for the writes the fetcher makes.
 	fetchCtx context.Context
+	// priorErr is the connection's last error as the run started: a
+	// denial reported before it is not the run's (see denial).
+	priorErr error
 	givenUp  []maxDeliveriesAdvisory // messages the server gave up on (watchAdvisories)
 }
 

@@ -15,11 +15,12 @@ import (
 // publish asynchronously (it becomes the connection's last error) and never
 // answers it, so without this check a run would wait out its pull
 // requests and nak the same messages again and again. A refusal of some
-// subject this run does not use is not its business.
+// subject this run does not use is not its business, nor is one reported
+// before the run started (l.priorErr).
 func (l *loop) denial() error {
 	nc := l.s.js.Conn()
 	last := nc.LastError()
-	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) {
+	if last == nil || last == l.priorErr || !errors.Is(last, nats.ErrPermissionViolation) {
 		return nil
 	}
 	what := ""

@@ -10,6 +10,7 @@ import (
 	"github.com/jsctl/jsctl/internal/testserver"
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -149,4 +150,48 @@ func TestFinalFailureWithLostTerminate(t *testing.T) {
 	if err != nil || rec.State != acks.StateFailed || !rec.Final {
 		t.Fatalf("record: %+v %v", rec, err)
 	}
+}
+
+// A denial the connection reported before Consume started is not the
+// run's: here an earlier publish to the dead-letter subject was refused,
+// and a run that never dead-letters anything goes on.
+func TestEarlierDenialIsNotTheRuns(t *testing.T) {
+	s, err := testserver.NewAuth(t.TempDir(), "DENIED", testserver.Auth{User: "u", Password: "pw", Deny: []string{"dead.orders"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	nc, err := nats.Connect(s.URL, nats.UserInfo("u", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t, 30*time.Second)
+	addStream(t, js, "ORDERS", 1)
+	addDeadStream(t, js)
+	publish(t, js, "orders", 1, 3)
+	if err := nc.Publish("dead.orders", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	testserver.WaitFor(t, 10*time.Second, "the server to refuse the publish", func() bool {
+		return errors.Is(nc.LastError(), nats.ErrPermissionViolation)
+	})
+	st, err := acks.Open(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons := addConsumer(t, js, "ORDERS", "c", 30*time.Second)
+	tl := newTally()
+	sum, err := st.Consume(ctx, cons, tl.handler(nil), acks.WithDeadLetter("dead.orders"), acks.WithMaxMessages(3))
+	if err != nil || sum.Processed != 3 {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	tl.exactlyOnce(t, 3)
 }
