@@ -3,6 +3,7 @@ package acks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -36,7 +37,8 @@ import (
 //   - The done write is published asynchronously; the worker takes its next
 //     message meanwhile, and the message is acked (a plain ack) when its own
 //     done write is confirmed. A lost ack only causes a redelivery, which the
-//     done record catches. At most workers done writes are in flight.
+//     done record catches. At most workers × batch done writes are in
+//     flight.
 //
 // A refusal of the server's permissions on any subject the run uses (its
 // pull requests, its acks, the bucket's records, the dead-letter subject)
@@ -120,6 +122,11 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 	if warn != "" {
 		l.warnLocked(warn)
 	}
+	if need := ackWait + 2*c.lease; c.maxDeliver > 0 && s.doneTTL() < need {
+		// A last delivery's watch lives as long as the records: it must
+		// last until the server gives up and a sweep runs.
+		l.warnLocked(fmt.Sprintf("records are kept for %s, less than the ack wait and two leases (%s): a message whose worker stops on its last allowed delivery may go unrecorded; keep records longer (--retention)", s.doneTTL(), need))
+	}
 	return l, nil
 }
 
@@ -173,13 +180,12 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	c := l.c
 	l.queue = make(chan *job, 2*c.workers*max(c.batch, 1)+l.maxExtra)
 	// At most as many done writes are in flight (sent, not yet confirmed
-	// or settled by the synchronous path) as workers run, so a jsctl killed
-	// mid-run leaves at most 2 × workers messages whose handler started and
-	// whose done write it had not seen confirmed (workers × batch with a
-	// batch handler, whose done writes are synchronous): the messages that
-	// may run again.
-	l.doneSlots = make(chan struct{}, c.workers)
-	l.completions = make(chan *pendingDone, c.workers)
+	// or settled by the synchronous path) as messages are handled at once
+	// (workers × batch), so a jsctl killed mid-run leaves at most
+	// 2 × workers × batch messages whose handler started and whose done
+	// write it had not seen confirmed: the messages that may run again.
+	l.doneSlots = make(chan struct{}, c.workers*max(c.batch, 1))
+	l.completions = make(chan *pendingDone, c.workers*max(c.batch, 1))
 	// Handlers run on a context that survives ctx's cancellation for the
 	// drain timeout, so they can finish and leave no claim behind.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
