@@ -383,16 +383,30 @@ func isNetTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// urlForms is the hint after a server URL that cannot be read. MaskURLs
+// leaves it as written: its "[user:password@]" is a placeholder, not user
+// information.
+const urlForms = "use nats://[user:password@]host[:port], tls://... or ws://..., comma separated"
+
+// urlSchemes are the schemes the NATS client dials as they say; it would
+// dial any other (ftp://h) as plain nats://.
+var urlSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
+
 // CheckURLs reads each URL of a comma-separated server list as the NATS
 // client will (a URL without a scheme gets nats://) and returns a usage
-// error for the first one it cannot read. The error shows the URL without
-// its user information and says what is wrong in fixed words, never
-// quoting the URL's text, so no part of a password can leak through it.
+// error for the first one it cannot read, for an unknown scheme, and for an
+// empty entry (the client would dial 127.0.0.1:4222 in its place). An empty
+// list is the default URL. The error shows the URL without its user
+// information and says what is wrong in fixed words, never quoting the
+// URL's text, so no part of a password can leak through it.
 func CheckURLs(list string) error {
+	if list == "" {
+		return nil
+	}
 	for _, raw := range strings.Split(list, ",") {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
-			continue
+			return Errorf(ErrBadInput, "server URL list %q has an empty entry (no server between two commas, or at either end): %s", RedactURL(list), urlForms)
 		}
 		full := raw
 		if !strings.Contains(full, "://") {
@@ -409,8 +423,11 @@ func CheckURLs(list string) error {
 				}
 			}
 		}
+		if err == nil && !urlSchemes[u.Scheme] {
+			err = errors.New("unknown scheme")
+		}
 		if err != nil {
-			return Errorf(ErrBadInput, "server URL %s cannot be read (%s): use nats://[user:password@]host[:port], tls://... or ws://..., comma separated", RedactURL(raw), urlProblem(err))
+			return Errorf(ErrBadInput, "server URL %s cannot be read (%s): %s", RedactURL(raw), urlProblem(err), urlForms)
 		}
 	}
 	return nil
@@ -419,7 +436,7 @@ func CheckURLs(list string) error {
 // urlProblem names what is wrong with a URL in fixed words.
 func urlProblem(err error) string {
 	msg := err.Error()
-	for _, p := range []string{"invalid port", "invalid URL escape", "missing ']' in host", "invalid character", "invalid userinfo", "no host"} {
+	for _, p := range []string{"invalid port", "invalid URL escape", "missing ']' in host", "invalid character", "invalid userinfo", "no host", "unknown scheme"} {
 		if strings.Contains(msg, p) {
 			return strings.ReplaceAll(p, "invalid URL escape", "a % not followed by two hex digits")
 		}
@@ -431,9 +448,14 @@ func urlProblem(err error) string {
 var userInfoInURL = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@"']*@`)
 
 // MaskURLs replaces the user information of every URL in s with ***, so an
-// error text can be printed whatever produced it.
+// error text can be printed whatever produced it. The hint after an
+// unreadable URL is left as written.
 func MaskURLs(s string) string {
-	return userInfoInURL.ReplaceAllString(s, "${1}***@")
+	parts := strings.Split(s, urlForms)
+	for i, p := range parts {
+		parts[i] = userInfoInURL.ReplaceAllString(p, "${1}***@")
+	}
+	return strings.Join(parts, urlForms)
 }
 
 // RedactURL removes user information from each URL of a comma-separated
