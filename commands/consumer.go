@@ -71,9 +71,12 @@ func checkName(kind, name string) error {
 // checkArgs checks, before a command runs and before anything connects,
 // every value given on the command line that names a stream or a consumer
 // (arguments and flags tagged predictor:"stream" or predictor:"consumer":
-// every consumer command and any command added later), and that no duration
-// is negative.
+// every consumer command and any command added later), that no duration
+// is negative, and that no single-value flag is given twice.
 func checkArgs(kctx *kong.Context) error {
+	if err := checkRepeatedFlags(kctx); err != nil {
+		return err
+	}
 	for _, el := range kctx.Path {
 		var v *kong.Value
 		switch {
@@ -95,6 +98,30 @@ func checkArgs(kctx *kong.Context) error {
 		if d, ok := v.Target.Interface().(time.Duration); ok && d < 0 {
 			return jsutil.Errorf(jsutil.ErrBadInput, "%s: a negative duration is not allowed, got %s", flagOrArg(v), d)
 		}
+	}
+	return nil
+}
+
+// checkRepeatedFlags refuses a flag that takes one value given more than
+// once on the command line (--to-seq 1 --to-seq 3, --mode twice, -s twice):
+// kong keeps the last, so a script that builds its command line by
+// appending would act on whichever came last, silently. Repeatable flags
+// (slices, maps, counters) may be repeated. Values are not quoted: one may
+// be a password.
+func checkRepeatedFlags(kctx *kong.Context) error {
+	seen := map[*kong.Flag]bool{}
+	for _, el := range kctx.Path {
+		f := el.Flag
+		if f == nil || el.Resolved || f.IsCumulative() || f.IsCounter() {
+			continue
+		}
+		if seen[f] {
+			if f.IsBool() {
+				return jsutil.Errorf(jsutil.ErrBadInput, "--%s is given more than once: give it once", f.Name)
+			}
+			return jsutil.Errorf(jsutil.ErrBadInput, "--%s is given more than once: it takes one value, give it once", f.Name)
+		}
+		seen[f] = true
 	}
 	return nil
 }
