@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
-	"github.com/alecthomas/kong"
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/positions"
 	"github.com/jsctl/jsctl/jsutil/reset"
@@ -48,100 +45,6 @@ func (f streamsFlag) selection(stream string, consumers []string, all bool) posi
 // positionsOptions are the library options from the global flags.
 func positionsOptions(env *Env, acksBucket string) positions.Options {
 	return positions.Options{Timeout: env.Globals.Timeout, Now: env.Now, AcksBucket: acksBucket}
-}
-
-// maxNameLen is the server's limit for stream and consumer names
-// (JSMaxNameLen).
-const maxNameLen = 255
-
-// checkName says why name cannot be a stream or consumer name (kind says
-// which), as the server judges names: not empty, at most 255 bytes, no
-// white space, control characters, ".", "*", ">", "/" or "\". A bad name
-// is bad input: without this the server never answers the request and
-// jsctl waited out --timeout.
-func checkName(kind, name string) error {
-	bad := name == "" || len(name) > maxNameLen || strings.ContainsAny(name, `.*>/\`) ||
-		strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0
-	if !bad {
-		return nil
-	}
-	return jsutil.Errorf(jsutil.ErrBadInput, "invalid %s name %q: a name is 1 to %d bytes without spaces, control characters, \".\", \"*\", \">\", \"/\" or \"\\\"", kind, name, maxNameLen)
-}
-
-// checkArgs checks, before a command runs and before anything connects,
-// every value given on the command line that names a stream or a consumer
-// (arguments and flags tagged predictor:"stream" or predictor:"consumer":
-// every consumer command and any command added later), that no duration
-// is negative, and that no single-value flag is given twice.
-func checkArgs(kctx *kong.Context) error {
-	if err := checkRepeatedFlags(kctx); err != nil {
-		return err
-	}
-	for _, el := range kctx.Path {
-		var v *kong.Value
-		switch {
-		case el.Positional != nil:
-			v = el.Positional
-		case el.Flag != nil:
-			v = el.Flag.Value
-		default:
-			continue
-		}
-		switch kind := v.Tag.Get("predictor"); kind {
-		case predictStream, predictConsumer:
-			for _, name := range stringValues(v.Target) {
-				if err := checkName(kind, name); err != nil {
-					return err
-				}
-			}
-		}
-		if d, ok := v.Target.Interface().(time.Duration); ok && d < 0 {
-			return jsutil.Errorf(jsutil.ErrBadInput, "%s: a negative duration is not allowed, got %s", flagOrArg(v), d)
-		}
-	}
-	return nil
-}
-
-// checkRepeatedFlags refuses a flag that takes one value given more than
-// once on the command line (--to-seq 1 --to-seq 3, --mode twice, -s twice):
-// kong keeps the last, so a script that builds its command line by
-// appending would act on whichever came last, silently. Repeatable flags
-// (slices, maps, counters) may be repeated. Values are not quoted: one may
-// be a password.
-func checkRepeatedFlags(kctx *kong.Context) error {
-	seen := map[*kong.Flag]bool{}
-	for _, el := range kctx.Path {
-		f := el.Flag
-		if f == nil || el.Resolved || f.IsCumulative() || f.IsCounter() {
-			continue
-		}
-		if seen[f] {
-			if f.IsBool() {
-				return jsutil.Errorf(jsutil.ErrBadInput, "--%s is given more than once: give it once", f.Name)
-			}
-			return jsutil.Errorf(jsutil.ErrBadInput, "--%s is given more than once: it takes one value, give it once", f.Name)
-		}
-		seen[f] = true
-	}
-	return nil
-}
-
-func flagOrArg(v *kong.Value) string {
-	if v.Flag != nil {
-		return "--" + v.Name
-	}
-	return v.Name
-}
-
-// stringValues returns a string or []string target's values.
-func stringValues(target reflect.Value) []string {
-	switch t := target.Interface().(type) {
-	case string:
-		return []string{t}
-	case []string:
-		return t
-	}
-	return nil
 }
 
 // pauseFlags are --pause, --drain-timeout and --keep-paused (consumer reset

@@ -59,7 +59,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return ExitUsage
 	}
-	if err := checkArgs(kctx); err != nil {
+	err = checkArgs(kctx)
+	if err == nil {
+		err = checkGlobals(&cli.Globals)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
 		return usageExitCode(kctx)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -190,8 +191,8 @@ func LoadNATSContext(name string) (*NATSContext, error) {
 			return nil, nil
 		}
 	}
-	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-		return nil, Errorf(ErrBadInput, "invalid context name %q", name)
+	if err := CheckContextName(name); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dir, "context", name+".json")
 	b, err := os.ReadFile(path)
@@ -199,13 +200,50 @@ func LoadNATSContext(name string) (*NATSContext, error) {
 		return nil, Errorf(ErrBadInput, "nats context %q not found (looked for %s)", name, path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read nats context %q: %w", name, err)
+		return nil, Errorf(ErrBadInput, "read nats context %q: %w", name, err)
 	}
 	nctx := &NATSContext{Name: name}
 	if err := json.Unmarshal(b, nctx); err != nil {
 		return nil, Errorf(ErrBadInput, "read nats context %q from %s: %w", name, path, err)
 	}
 	return nctx, nil
+}
+
+// MaxContextNameLen is the longest context name: the context is the file
+// NAME.json, and a file name has at most 255 bytes.
+const MaxContextNameLen = 255 - len(".json")
+
+// CheckContextName says why name cannot name a saved nats CLI context.
+func CheckContextName(name string) error {
+	switch {
+	case len(name) > MaxContextNameLen:
+		return Errorf(ErrBadInput, "context name %q... (%d bytes) is too long: a context name is at most %d bytes (it names the file NAME.json)", name[:40], len(name), MaxContextNameLen)
+	case name == "" || strings.ContainsAny(name, "/\\\x00") || name == "." || name == "..":
+		return Errorf(ErrBadInput, "invalid context name %q: a context name is a file name without \"/\" or \"\\\"", name)
+	}
+	return nil
+}
+
+// MaxDomainLen is the longest JetStream domain jsctl accepts, the limit of
+// a stream name: the domain is part of every API subject, which must fit
+// in one protocol line.
+const MaxDomainLen = 255
+
+// CheckDomain says why domain cannot be a JetStream domain, as the server
+// judges one (jetstream.go, validateJetStreamOptions): no white space,
+// ".", "*" or ">"; jsctl also refuses control characters and more than
+// MaxDomainLen bytes. "" (no domain) is fine.
+func CheckDomain(domain string) error {
+	if domain == "" {
+		return nil
+	}
+	if len(domain) > MaxDomainLen {
+		return Errorf(ErrBadInput, "JetStream domain %q... (%d bytes) is too long: a domain is at most %d bytes", domain[:40], len(domain), MaxDomainLen)
+	}
+	if strings.ContainsAny(domain, ".*>") || strings.IndexFunc(domain, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return Errorf(ErrBadInput, "invalid JetStream domain %q: a domain has no spaces, control characters, \".\", \"*\" or \">\"", domain)
+	}
+	return nil
 }
 
 // Resolve fills the options' empty fields from the saved NATS context (the
@@ -263,6 +301,9 @@ func expandHome(p string) string {
 func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 	o, err := o.Resolve()
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckDomain(o.JSDomain); err != nil {
 		return nil, err
 	}
 	if o.Timeout <= 0 {

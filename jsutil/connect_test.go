@@ -359,3 +359,35 @@ func TestCheckURLs(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckDomainAndContextName: a domain the server could not route and a
+// context name no file can have are bad input, found before dialling; a
+// long value is not quoted whole.
+func TestCheckDomainAndContextName(t *testing.T) {
+	long := strings.Repeat("a", 10*1024)
+	for _, ok := range []string{"", "hub", "leaf-1", "a/b"} {
+		if err := jsutil.CheckDomain(ok); err != nil {
+			t.Errorf("CheckDomain(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"a b", "a.b", "*", "x>", "a\tb", "a\x01b", long} {
+		err := jsutil.CheckDomain(bad)
+		if !errors.Is(err, jsutil.ErrBadInput) || strings.Contains(err.Error(), long[:100]) {
+			t.Errorf("CheckDomain(%.20q) = %.200v, want bad input", bad, err)
+		}
+	}
+	if _, err := jsutil.Connect(context.Background(), jsutil.ConnectOptions{URL: "nats://127.0.0.1:1", JSDomain: "a b", NoContext: true}); !errors.Is(err, jsutil.ErrBadInput) {
+		t.Errorf("Connect with domain \"a b\" = %v, want bad input before dialling", err)
+	}
+	for _, ok := range []string{"dev", "a.b", long[:jsutil.MaxContextNameLen]} {
+		if err := jsutil.CheckContextName(ok); err != nil {
+			t.Errorf("CheckContextName(%.20q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"a/b", `a\b`, ".", "..", "a\x00b", long[:jsutil.MaxContextNameLen+1]} {
+		err := jsutil.CheckContextName(bad)
+		if !errors.Is(err, jsutil.ErrBadInput) || strings.Contains(err.Error(), long[:100]) {
+			t.Errorf("CheckContextName(%.20q) = %.200v, want bad input", bad, err)
+		}
+	}
+}
