@@ -29,6 +29,16 @@ type ConsumerCmd struct {
 	Snapshot ConsumerSnapshotCmd `cmd:"" help:"Save consumer positions under a name, compare with them, restore them, list and remove them."`
 }
 
+// Help is the long help of the consumer group.
+func (ConsumerCmd) Help() string {
+	return `Examples:
+  jsctl consumer ls ORDERS                              # positions and lag of every consumer
+  jsctl consumer reset ORDERS billing --to-time 10:00   # plan a rewind; add --execute to apply it
+  jsctl consumer reset ORDERS billing --to-previous     # undo the last reset
+  jsctl consumer snapshot save pre-deploy ORDERS --all
+  jsctl consumer check ORDERS --all --lag-warn 1000     # health check (exit 0-3)`
+}
+
 // streamsFlag is --streams, which selects streams by name pattern for the
 // commands that work across streams (consumer ls, reset, check, snapshot
 // save).
