@@ -27,7 +27,7 @@ type ConsumeCmd struct {
 	Key                []string      `name:"key" sep:"none" placeholder:"SPEC" help:"Where the dedup key comes from: header:NAME, json:PATH, subject:N, subject or seq (repeatable: the parts are joined). Default header:Nats-Msg-Id; a message without it is keyed by its stream sequence."`
 	KeyHeader          string        `name:"key-header" placeholder:"H" help:"Same as --key header:H."`
 	KeyRequired        bool          `name:"key-required" help:"A message without its key fails for good (a failed record with the reason, the dead letter, terminated) instead of being keyed by its sequence."`
-	Scope              string        `name:"scope" placeholder:"NAME" predictor:"scope" help:"Record scope, to share records between consumers of one stream (default STREAM.CONSUMER)."`
+	Scope              string        `name:"scope" placeholder:"NAME" predictor:"scope" help:"Record scope, to share records between consumers of one stream (default STREAM.CONSUMER; at most 511 bytes)."`
 	Bucket             string        `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"KV bucket of the ack records (created on first use)."`
 	Retention          string        `name:"retention" default:"7d" placeholder:"D" help:"How long done and failed records are kept (a per-record TTL on the server; whole seconds, days allowed: 7d, 36h)."`
 	Replicas           int           `name:"replicas" default:"0" placeholder:"N" help:"Replicas of the bucket when consume creates it (default: the stream's)."`
