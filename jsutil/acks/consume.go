@@ -71,11 +71,14 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 	if err := s.checkLease(c.lease); err != nil {
 		return nil, err
 	}
-	if c.workers < 1 {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "workers %d: want at least 1", c.workers)
+	if c.workers < 1 || c.workers > MaxWorkers {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "workers %d: want 1 to %d", c.workers, MaxWorkers)
 	}
 	if c.prefetch < 0 || c.max < 0 || c.batch < 0 {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "negative prefetch, maximum or batch size")
+	}
+	if c.prefetch > MaxPrefetch || c.batch > MaxBatch {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "prefetch %d or batch size %d: want at most %d and %d", c.prefetch, c.batch, MaxPrefetch, MaxBatch)
 	}
 	if c.drain == 0 {
 		c.drain = c.lease
