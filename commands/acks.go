@@ -19,6 +19,15 @@ type AcksCmd struct {
 	Retry   AcksRetryCmd   `cmd:"" help:"Run failed messages again through claim -> done (a plan unless --execute)."`
 }
 
+// Help is the long help of the acks group.
+func (AcksCmd) Help() string {
+	return `Examples:
+  jsctl acks stats                                  # records and floor per scope
+  jsctl acks ls --scope ORDERS.billing --state failed
+  jsctl acks get ORDERS.billing order-1234          # one record, by its dedup key
+  jsctl acks retry --scope ORDERS.billing --all-failed --exec ./bill.sh`
+}
+
 // acksBucketFlag is the --bucket flag of the acks commands.
 type acksBucketFlag struct {
 	Bucket string `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"KV bucket of the ack records."`

@@ -68,8 +68,8 @@ func (c *AcksRetryCmd) Validate() error {
 		return jsutil.Errorf(jsutil.ErrBadInput, "select records with exactly one of --seq, --key or --all-failed")
 	case c.Exec == "":
 		return jsutil.Errorf(jsutil.ErrBadInput, "--exec must not be empty")
-	case c.Batch < 0 || c.Batch > 10000:
-		return jsutil.Errorf(jsutil.ErrBadInput, "--batch must be from 0 to 10000, got %d", c.Batch)
+	case c.Batch < 0 || c.Batch > acks.MaxBatch:
+		return jsutil.Errorf(jsutil.ErrBadInput, "--batch must be from 0 to %d, got %d", acks.MaxBatch, c.Batch)
 	case c.Lease < time.Second || c.Lease%time.Second != 0:
 		return jsutil.Errorf(jsutil.ErrBadInput, "--lease must be whole seconds, at least 1s, got %v", c.Lease)
 	}

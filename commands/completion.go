@@ -2,6 +2,8 @@ package commands
 
 import (
 	"fmt"
+
+	"github.com/jsctl/jsctl/jsutil"
 )
 
 // Shell completion.
@@ -61,6 +63,9 @@ Examples:
 
 // Run prints the script.
 func (c *CompletionCmd) Run(env *Env) error {
+	if env.Globals.JSON {
+		return jsutil.Errorf(jsutil.ErrBadInput, "completion prints a shell script and has no --json form; run it without --json")
+	}
 	s, err := CompletionScript(c.Shell)
 	if err != nil {
 		return err

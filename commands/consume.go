@@ -18,8 +18,8 @@ type ConsumeCmd struct {
 	Stream             string        `arg:"" predictor:"stream" help:"Stream to consume."`
 	Consumer           string        `arg:"" predictor:"consumer" help:"Durable pull consumer with explicit acks (must exist)."`
 	Exec               string        `name:"exec" required:"" placeholder:"CMD" help:"Command run with sh -c once per message (or per batch with --batch): the payload on stdin, JSCTL_* variables in the environment. Exit 0 marks the message done."`
-	Workers            int           `name:"workers" default:"1" placeholder:"N" help:"Commands run at once."`
-	Batch              int           `name:"batch" default:"0" placeholder:"N" help:"Run CMD once per batch of up to N messages, as NDJSON on its stdin (see Batches below); 0 = once per message."`
+	Workers            int           `name:"workers" default:"1" placeholder:"N" help:"Commands run at once (at most 1000)."`
+	Batch              int           `name:"batch" default:"0" placeholder:"N" help:"Run CMD once per batch of up to N messages (at most 10000), as NDJSON on its stdin (see Batches below); 0 = once per message."`
 	BatchWait          time.Duration `name:"batch-wait" default:"100ms" placeholder:"D" help:"With --batch: how long a partial batch waits to fill."`
 	Max                int           `name:"max" default:"0" placeholder:"N" help:"Stop after N deliveries handled (processed, duplicate or failed); 0 = no limit."`
 	Idle               time.Duration `name:"idle" default:"0s" placeholder:"D" help:"Stop when no message arrived for D; 0 = never."`
@@ -27,7 +27,7 @@ type ConsumeCmd struct {
 	Key                []string      `name:"key" sep:"none" placeholder:"SPEC" help:"Where the dedup key comes from: header:NAME, json:PATH, subject:N, subject or seq (repeatable: the parts are joined). Default header:Nats-Msg-Id; a message without it is keyed by its stream sequence."`
 	KeyHeader          string        `name:"key-header" placeholder:"H" help:"Same as --key header:H."`
 	KeyRequired        bool          `name:"key-required" help:"A message without its key fails for good (a failed record with the reason, the dead letter, terminated) instead of being keyed by its sequence."`
-	Scope              string        `name:"scope" placeholder:"NAME" predictor:"scope" help:"Record scope, to share records between consumers of one stream (default STREAM.CONSUMER)."`
+	Scope              string        `name:"scope" placeholder:"NAME" predictor:"scope" help:"Record scope, to share records between consumers of one stream (default STREAM.CONSUMER; at most 511 bytes)."`
 	Bucket             string        `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"KV bucket of the ack records (created on first use)."`
 	Retention          string        `name:"retention" default:"7d" placeholder:"D" help:"How long done and failed records are kept (a per-record TTL on the server; whole seconds, days allowed: 7d, 36h)."`
 	Replicas           int           `name:"replicas" default:"0" placeholder:"N" help:"Replicas of the bucket when consume creates it (default: the stream's)."`
@@ -121,8 +121,8 @@ Examples:
 // Validate checks the flags.
 func (c *ConsumeCmd) Validate() error {
 	switch {
-	case c.Workers < 1:
-		return jsutil.Errorf(jsutil.ErrBadInput, "--workers must be at least 1, got %d", c.Workers)
+	case c.Workers < 1 || c.Workers > acks.MaxWorkers:
+		return jsutil.Errorf(jsutil.ErrBadInput, "--workers must be from 1 to %d, got %d", acks.MaxWorkers, c.Workers)
 	case c.Max < 0:
 		return jsutil.Errorf(jsutil.ErrBadInput, "--max must not be negative, got %d", c.Max)
 	case c.Idle < 0:
@@ -133,8 +133,8 @@ func (c *ConsumeCmd) Validate() error {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--retry-delay must not be negative, got %v", c.RetryDelay)
 	case c.MaxFailures < 0:
 		return jsutil.Errorf(jsutil.ErrBadInput, "--max-failures must not be negative, got %d", c.MaxFailures)
-	case c.Batch < 0 || c.Batch > 10000:
-		return jsutil.Errorf(jsutil.ErrBadInput, "--batch must be from 0 to 10000, got %d", c.Batch)
+	case c.Batch < 0 || c.Batch > acks.MaxBatch:
+		return jsutil.Errorf(jsutil.ErrBadInput, "--batch must be from 0 to %d, got %d", acks.MaxBatch, c.Batch)
 	case c.BatchWait < 0:
 		return jsutil.Errorf(jsutil.ErrBadInput, "--batch-wait must not be negative, got %v", c.BatchWait)
 	case c.Replicas < 0 || c.Replicas > 5:

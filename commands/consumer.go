@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
-	"github.com/alecthomas/kong"
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/positions"
 	"github.com/jsctl/jsctl/jsutil/reset"
@@ -32,6 +29,16 @@ type ConsumerCmd struct {
 	Snapshot ConsumerSnapshotCmd `cmd:"" help:"Save consumer positions under a name, compare with them, restore them, list and remove them."`
 }
 
+// Help is the long help of the consumer group.
+func (ConsumerCmd) Help() string {
+	return `Examples:
+  jsctl consumer ls ORDERS                              # positions and lag of every consumer
+  jsctl consumer reset ORDERS billing --to-time 10:00   # plan a rewind; add --execute to apply it
+  jsctl consumer reset ORDERS billing --to-previous     # undo the last reset
+  jsctl consumer snapshot save pre-deploy ORDERS --all
+  jsctl consumer check ORDERS --all --lag-warn 1000     # health check (exit 0-3)`
+}
+
 // streamsFlag is --streams, which selects streams by name pattern for the
 // commands that work across streams (consumer ls, reset, check, snapshot
 // save).
@@ -48,73 +55,6 @@ func (f streamsFlag) selection(stream string, consumers []string, all bool) posi
 // positionsOptions are the library options from the global flags.
 func positionsOptions(env *Env, acksBucket string) positions.Options {
 	return positions.Options{Timeout: env.Globals.Timeout, Now: env.Now, AcksBucket: acksBucket}
-}
-
-// maxNameLen is the server's limit for stream and consumer names
-// (JSMaxNameLen).
-const maxNameLen = 255
-
-// checkName says why name cannot be a stream or consumer name (kind says
-// which), as the server judges names: not empty, at most 255 bytes, no
-// white space, control characters, ".", "*", ">", "/" or "\". A bad name
-// is bad input: without this the server never answers the request and
-// jsctl waited out --timeout.
-func checkName(kind, name string) error {
-	bad := name == "" || len(name) > maxNameLen || strings.ContainsAny(name, `.*>/\`) ||
-		strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0
-	if !bad {
-		return nil
-	}
-	return jsutil.Errorf(jsutil.ErrBadInput, "invalid %s name %q: a name is 1 to %d bytes without spaces, control characters, \".\", \"*\", \">\", \"/\" or \"\\\"", kind, name, maxNameLen)
-}
-
-// checkArgs checks, before a command runs and before anything connects,
-// every value given on the command line that names a stream or a consumer
-// (arguments and flags tagged predictor:"stream" or predictor:"consumer":
-// every consumer command and any command added later), and that no duration
-// is negative.
-func checkArgs(kctx *kong.Context) error {
-	for _, el := range kctx.Path {
-		var v *kong.Value
-		switch {
-		case el.Positional != nil:
-			v = el.Positional
-		case el.Flag != nil:
-			v = el.Flag.Value
-		default:
-			continue
-		}
-		switch kind := v.Tag.Get("predictor"); kind {
-		case predictStream, predictConsumer:
-			for _, name := range stringValues(v.Target) {
-				if err := checkName(kind, name); err != nil {
-					return err
-				}
-			}
-		}
-		if d, ok := v.Target.Interface().(time.Duration); ok && d < 0 {
-			return jsutil.Errorf(jsutil.ErrBadInput, "%s: a negative duration is not allowed, got %s", flagOrArg(v), d)
-		}
-	}
-	return nil
-}
-
-func flagOrArg(v *kong.Value) string {
-	if v.Flag != nil {
-		return "--" + v.Name
-	}
-	return v.Name
-}
-
-// stringValues returns a string or []string target's values.
-func stringValues(target reflect.Value) []string {
-	switch t := target.Interface().(type) {
-	case string:
-		return []string{t}
-	case []string:
-		return t
-	}
-	return nil
 }
 
 // pauseFlags are --pause, --drain-timeout and --keep-paused (consumer reset

@@ -157,6 +157,10 @@ func (c *ConsumerResetCmd) target(env *Env) (reset.Target, error) {
 		if err != nil {
 			return reset.Target{}, err
 		}
+		// The target is a time, and times have one range wherever they come from.
+		if err := jsutil.CheckTimeRange(env.Now().Add(-d), fmt.Sprintf("--by-duration %s (now minus %s)", c.ByDuration, c.ByDuration)); err != nil {
+			return reset.Target{}, err
+		}
 		return reset.Target{Kind: reset.ByDuration, Duration: d}, nil
 	case c.ToSeq != nil:
 		return reset.Target{Kind: reset.ToSeq, Seq: *c.ToSeq}, nil

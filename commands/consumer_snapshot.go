@@ -18,6 +18,15 @@ type ConsumerSnapshotCmd struct {
 	Restore ConsumerSnapshotRestoreCmd `cmd:"" help:"Return consumers to a snapshot's positions (plan first, undoable)."`
 }
 
+// Help is the long help of the consumer snapshot group.
+func (ConsumerSnapshotCmd) Help() string {
+	return `Examples:
+  jsctl consumer snapshot save pre-deploy ORDERS --all   # before deploying new consumer code
+  jsctl consumer snapshot show pre-deploy                # where each consumer is now against it
+  jsctl consumer snapshot restore pre-deploy --execute   # go back if the deploy went wrong
+  jsctl consumer snapshot ls ORDERS`
+}
+
 // snapshotConsumerRows are the table rows of a snapshot's consumers, with
 // a STREAM column first when the snapshot spans several streams.
 func snapshotConsumerRows(p *Printer, snap *positions.Snapshot) ([]string, [][]string) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -47,15 +48,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
 		return ExitFailure
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(exitRequest); ok {
-				code = e.code
-				return
-			}
-			panic(r)
-		}
-	}()
+	defer catchPanic(&code, stderr, &cli.Globals)
 	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
 	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
@@ -66,7 +59,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return ExitUsage
 	}
-	if err := checkArgs(kctx); err != nil {
+	err = checkArgs(kctx)
+	if err == nil {
+		err = checkGlobals(&cli.Globals)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
 		return usageExitCode(kctx)
 	}
@@ -83,6 +80,24 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "jsctl: error: %s\n", maskSecrets(msg, &cli.Globals))
 	}
 	return exitCode(err)
+}
+
+// catchPanic, deferred by Run, turns kong's exit after --help into its
+// code, and any other panic into exit 1 with a message saying it is a bug
+// and the stack for the report: a crash must not exit 2 (the Go runtime's
+// code for a panic), which reads as "usage or bad input".
+func catchPanic(code *int, stderr io.Writer, g *Globals) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if e, ok := r.(exitRequest); ok {
+		*code = e.code
+		return
+	}
+	fmt.Fprintf(stderr, "jsctl: internal error (a bug in jsctl, please report it with the trace below): %s\n%s",
+		maskSecrets(fmt.Sprint(r), g), debug.Stack())
+	*code = ExitFailure
 }
 
 // maskSecrets is the last guard before an error is printed: the user

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -190,8 +191,8 @@ func LoadNATSContext(name string) (*NATSContext, error) {
 			return nil, nil
 		}
 	}
-	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-		return nil, Errorf(ErrBadInput, "invalid context name %q", name)
+	if err := CheckContextName(name); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dir, "context", name+".json")
 	b, err := os.ReadFile(path)
@@ -199,13 +200,50 @@ func LoadNATSContext(name string) (*NATSContext, error) {
 		return nil, Errorf(ErrBadInput, "nats context %q not found (looked for %s)", name, path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read nats context %q: %w", name, err)
+		return nil, Errorf(ErrBadInput, "read nats context %q: %w", name, err)
 	}
 	nctx := &NATSContext{Name: name}
 	if err := json.Unmarshal(b, nctx); err != nil {
 		return nil, Errorf(ErrBadInput, "read nats context %q from %s: %w", name, path, err)
 	}
 	return nctx, nil
+}
+
+// MaxContextNameLen is the longest context name: the context is the file
+// NAME.json, and a file name has at most 255 bytes.
+const MaxContextNameLen = 255 - len(".json")
+
+// CheckContextName says why name cannot name a saved nats CLI context.
+func CheckContextName(name string) error {
+	switch {
+	case len(name) > MaxContextNameLen:
+		return Errorf(ErrBadInput, "context name %q... (%d bytes) is too long: a context name is at most %d bytes (it names the file NAME.json)", name[:40], len(name), MaxContextNameLen)
+	case name == "" || strings.ContainsAny(name, "/\\\x00") || name == "." || name == "..":
+		return Errorf(ErrBadInput, "invalid context name %q: a context name is a file name without \"/\" or \"\\\"", name)
+	}
+	return nil
+}
+
+// MaxDomainLen is the longest JetStream domain jsctl accepts, the limit of
+// a stream name: the domain is part of every API subject, which must fit
+// in one protocol line.
+const MaxDomainLen = 255
+
+// CheckDomain says why domain cannot be a JetStream domain, as the server
+// judges one (jetstream.go, validateJetStreamOptions): no white space,
+// ".", "*" or ">"; jsctl also refuses control characters and more than
+// MaxDomainLen bytes. "" (no domain) is fine.
+func CheckDomain(domain string) error {
+	if domain == "" {
+		return nil
+	}
+	if len(domain) > MaxDomainLen {
+		return Errorf(ErrBadInput, "JetStream domain %q... (%d bytes) is too long: a domain is at most %d bytes", domain[:40], len(domain), MaxDomainLen)
+	}
+	if strings.ContainsAny(domain, ".*>") || strings.IndexFunc(domain, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return Errorf(ErrBadInput, "invalid JetStream domain %q: a domain has no spaces, control characters, \".\", \"*\" or \">\"", domain)
+	}
+	return nil
 }
 
 // Resolve fills the options' empty fields from the saved NATS context (the
@@ -263,6 +301,9 @@ func expandHome(p string) string {
 func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 	o, err := o.Resolve()
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckDomain(o.JSDomain); err != nil {
 		return nil, err
 	}
 	if o.Timeout <= 0 {
@@ -383,16 +424,30 @@ func isNetTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// urlForms is the hint after a server URL that cannot be read. MaskURLs
+// leaves it as written: its "[user:password@]" is a placeholder, not user
+// information.
+const urlForms = "use nats://[user:password@]host[:port], tls://... or ws://..., comma separated"
+
+// urlSchemes are the schemes the NATS client dials as they say; it would
+// dial any other (ftp://h) as plain nats://.
+var urlSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
+
 // CheckURLs reads each URL of a comma-separated server list as the NATS
 // client will (a URL without a scheme gets nats://) and returns a usage
-// error for the first one it cannot read. The error shows the URL without
-// its user information and says what is wrong in fixed words, never
-// quoting the URL's text, so no part of a password can leak through it.
+// error for the first one it cannot read, for an unknown scheme, and for an
+// empty entry (the client would dial 127.0.0.1:4222 in its place). An empty
+// list is the default URL. The error shows the URL without its user
+// information and says what is wrong in fixed words, never quoting the
+// URL's text, so no part of a password can leak through it.
 func CheckURLs(list string) error {
+	if list == "" {
+		return nil
+	}
 	for _, raw := range strings.Split(list, ",") {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
-			continue
+			return Errorf(ErrBadInput, "server URL list %q has an empty entry (no server between two commas, or at either end): %s", RedactURL(list), urlForms)
 		}
 		full := raw
 		if !strings.Contains(full, "://") {
@@ -409,8 +464,11 @@ func CheckURLs(list string) error {
 				}
 			}
 		}
+		if err == nil && !urlSchemes[u.Scheme] {
+			err = errors.New("unknown scheme")
+		}
 		if err != nil {
-			return Errorf(ErrBadInput, "server URL %s cannot be read (%s): use nats://[user:password@]host[:port], tls://... or ws://..., comma separated", RedactURL(raw), urlProblem(err))
+			return Errorf(ErrBadInput, "server URL %s cannot be read (%s): %s", RedactURL(raw), urlProblem(err), urlForms)
 		}
 	}
 	return nil
@@ -419,7 +477,7 @@ func CheckURLs(list string) error {
 // urlProblem names what is wrong with a URL in fixed words.
 func urlProblem(err error) string {
 	msg := err.Error()
-	for _, p := range []string{"invalid port", "invalid URL escape", "missing ']' in host", "invalid character", "invalid userinfo", "no host"} {
+	for _, p := range []string{"invalid port", "invalid URL escape", "missing ']' in host", "invalid character", "invalid userinfo", "no host", "unknown scheme"} {
 		if strings.Contains(msg, p) {
 			return strings.ReplaceAll(p, "invalid URL escape", "a % not followed by two hex digits")
 		}
@@ -431,9 +489,14 @@ func urlProblem(err error) string {
 var userInfoInURL = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@"']*@`)
 
 // MaskURLs replaces the user information of every URL in s with ***, so an
-// error text can be printed whatever produced it.
+// error text can be printed whatever produced it. The hint after an
+// unreadable URL is left as written.
 func MaskURLs(s string) string {
-	return userInfoInURL.ReplaceAllString(s, "${1}***@")
+	parts := strings.Split(s, urlForms)
+	for i, p := range parts {
+		parts[i] = userInfoInURL.ReplaceAllString(p, "${1}***@")
+	}
+	return strings.Join(parts, urlForms)
 }
 
 // RedactURL removes user information from each URL of a comma-separated

@@ -329,6 +329,9 @@ func TestMaskURLs(t *testing.T) {
 		`parse "nats://admin:s3cret@127.0.0.1:notaport": invalid port`: `parse "nats://***@127.0.0.1:notaport": invalid port`,
 		`a tls://u@h:1 and WS://x:y@z`:                                 `a tls://***@h:1 and WS://***@z`,
 		`no url here, me@example.com`:                                  `no url here, me@example.com`,
+		// The hint after an unreadable URL is not user information.
+		`URL nats://a:b@h:x cannot be read: use nats://[user:password@]host[:port], tls://... or ws://..., comma separated`: `URL nats://***@h:x cannot be read: use nats://[user:password@]host[:port], tls://... or ws://..., comma separated`,
+		`nats://[user:pw@]h`: `nats://***@]h`,
 	} {
 		if got := jsutil.MaskURLs(in); got != want {
 			t.Errorf("MaskURLs(%q) = %q, want %q", in, got, want)
@@ -339,12 +342,13 @@ func TestMaskURLs(t *testing.T) {
 // TestCheckURLs: a URL the client cannot read is bad input whose text
 // holds no part of the user information.
 func TestCheckURLs(t *testing.T) {
-	for _, ok := range []string{"", "127.0.0.1", "nats://127.0.0.1:4222", "tls://a:b@host:1, nats://[::1]:4222", "ws://h"} {
+	for _, ok := range []string{"", "127.0.0.1", "nats://127.0.0.1:4222", "tls://a:b@host:1, nats://[::1]:4222", "ws://h", "WSS://h:443", "NATS://h"} {
 		if err := jsutil.CheckURLs(ok); err != nil {
 			t.Errorf("CheckURLs(%q) = %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"nats://admin:s3cret@127.0.0.1:notaport", "[::1", "%zz", "nats://u:s3%zzcret@h", "nats://u:s3cret@h:70000", "nats://"} {
+	for _, bad := range []string{"nats://admin:s3cret@127.0.0.1:notaport", "[::1", "%zz", "nats://u:s3%zzcret@h", "nats://u:s3cret@h:70000", "nats://",
+		",", " ", "nats://u:s3cret@h,", ",,nats://h", "ftp://u:s3cret@h:4222", "http://h"} {
 		err := jsutil.CheckURLs(bad)
 		if !errors.Is(err, jsutil.ErrBadInput) {
 			t.Errorf("CheckURLs(%q) = %v, want bad input", bad, err)
@@ -352,6 +356,38 @@ func TestCheckURLs(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "s3") {
 			t.Errorf("CheckURLs(%q) shows the password: %v", bad, err)
+		}
+	}
+}
+
+// TestCheckDomainAndContextName: a domain the server could not route and a
+// context name no file can have are bad input, found before dialling; a
+// long value is not quoted whole.
+func TestCheckDomainAndContextName(t *testing.T) {
+	long := strings.Repeat("a", 10*1024)
+	for _, ok := range []string{"", "hub", "leaf-1", "a/b"} {
+		if err := jsutil.CheckDomain(ok); err != nil {
+			t.Errorf("CheckDomain(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"a b", "a.b", "*", "x>", "a\tb", "a\x01b", long} {
+		err := jsutil.CheckDomain(bad)
+		if !errors.Is(err, jsutil.ErrBadInput) || strings.Contains(err.Error(), long[:100]) {
+			t.Errorf("CheckDomain(%.20q) = %.200v, want bad input", bad, err)
+		}
+	}
+	if _, err := jsutil.Connect(context.Background(), jsutil.ConnectOptions{URL: "nats://127.0.0.1:1", JSDomain: "a b", NoContext: true}); !errors.Is(err, jsutil.ErrBadInput) {
+		t.Errorf("Connect with domain \"a b\" = %v, want bad input before dialling", err)
+	}
+	for _, ok := range []string{"dev", "a.b", long[:jsutil.MaxContextNameLen]} {
+		if err := jsutil.CheckContextName(ok); err != nil {
+			t.Errorf("CheckContextName(%.20q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"a/b", `a\b`, ".", "..", "a\x00b", long[:jsutil.MaxContextNameLen+1]} {
+		err := jsutil.CheckContextName(bad)
+		if !errors.Is(err, jsutil.ErrBadInput) || strings.Contains(err.Error(), long[:100]) {
+			t.Errorf("CheckContextName(%.20q) = %.200v, want bad input", bad, err)
 		}
 	}
 }

@@ -53,10 +53,20 @@ func ParseTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	if !ok {
 		return time.Time{}, Errorf(ErrBadInput, "cannot read time %q: use %s", s, TimeForms)
 	}
-	if t.Before(MinTime) || t.After(MaxTime) {
-		return time.Time{}, Errorf(ErrBadInput, "time %q is out of range: use a time from 1970-01-01T00:00:00Z to 2262-04-11T23:47:16Z (message times are nanoseconds since 1970 in 64 bits)", s)
+	if err := CheckTimeRange(t, fmt.Sprintf("time %q", s)); err != nil {
+		return time.Time{}, err
 	}
 	return t, nil
+}
+
+// CheckTimeRange returns a usage error naming what when t is outside
+// MinTime..MaxTime, for times computed rather than parsed (now minus a
+// duration).
+func CheckTimeRange(t time.Time, what string) error {
+	if t.Before(MinTime) || t.After(MaxTime) {
+		return Errorf(ErrBadInput, "%s is out of range: use a time from 1970-01-01T00:00:00Z to 2262-04-11T23:47:16Z (message times are nanoseconds since 1970 in 64 bits)", what)
+	}
+	return nil
 }
 
 // MinTime and MaxTime bound the times ParseTime accepts: the times a

@@ -15,8 +15,9 @@ import (
 // results is nil when every message is done.
 type BatchHandler func(ctx context.Context, ds []Delivery) (results []error, err error)
 
-// WithBatch makes ConsumeBatch hand up to n messages at once to its handler,
-// waiting at most wait for a partial batch to fill (0: take what is there).
+// WithBatch makes ConsumeBatch hand up to n messages (at most MaxBatch) at
+// once to its handler, waiting at most wait for a partial batch to fill (0:
+// take what is there).
 func WithBatch(n int, wait time.Duration) ConsumeOption {
 	return consumeOpt(func(c *consumeConfig) { c.batch, c.batchWait = n, wait })
 }

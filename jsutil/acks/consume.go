@@ -3,6 +3,7 @@ package acks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -36,7 +37,8 @@ import (
 //   - The done write is published asynchronously; the worker takes its next
 //     message meanwhile, and the message is acked (a plain ack) when its own
 //     done write is confirmed. A lost ack only causes a redelivery, which the
-//     done record catches. At most workers done writes are in flight.
+//     done record catches. At most workers × batch done writes are in
+//     flight.
 //
 // A refusal of the server's permissions on any subject the run uses (its
 // pull requests, its acks, the bucket's records, the dead-letter subject)
@@ -69,11 +71,14 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 	if err := s.checkLease(c.lease); err != nil {
 		return nil, err
 	}
-	if c.workers < 1 {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "workers %d: want at least 1", c.workers)
+	if c.workers < 1 || c.workers > MaxWorkers {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "workers %d: want 1 to %d", c.workers, MaxWorkers)
 	}
 	if c.prefetch < 0 || c.max < 0 || c.batch < 0 {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "negative prefetch, maximum or batch size")
+	}
+	if c.prefetch > MaxPrefetch || c.batch > MaxBatch {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "prefetch %d or batch size %d: want at most %d and %d", c.prefetch, c.batch, MaxPrefetch, MaxBatch)
 	}
 	if c.drain == 0 {
 		c.drain = c.lease
@@ -111,6 +116,7 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 		ref:     FloorRef{Scope: c.scope, Stream: info.Stream, Consumer: info.Name},
 		ackWait: ackWait, maxExtra: maxExtra, failing: map[uint64]string{}, warned: map[string]bool{},
 		freed: make(chan struct{}, 1), lastSeq: info.Delivered.Stream + info.NumPending, fetchCtx: ctx,
+		priorErr: s.js.Conn().LastError(),
 	}
 	warn, err := l.checkDeadLetter(ctx)
 	if err != nil {
@@ -118,6 +124,11 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 	}
 	if warn != "" {
 		l.warnLocked(warn)
+	}
+	if need := ackWait + 2*c.lease; c.maxDeliver > 0 && s.doneTTL() < need {
+		// A last delivery's watch lives as long as the records: it must
+		// last until the server gives up and a sweep runs.
+		l.warnLocked(fmt.Sprintf("records are kept for %s, less than the ack wait and two leases (%s): a message whose worker stops on its last allowed delivery may go unrecorded; keep records longer (--retention)", s.doneTTL(), need))
 	}
 	return l, nil
 }
@@ -162,6 +173,9 @@ type loop struct {
 	lastSeq  uint64
 	// fetchCtx is the run's context, for the writes the fetcher makes.
 	fetchCtx context.Context
+	// priorErr is the connection's last error as the run started: a
+	// denial reported before it is not the run's (see denial).
+	priorErr error
 	givenUp  []maxDeliveriesAdvisory // messages the server gave up on (watchAdvisories)
 }
 
@@ -169,13 +183,12 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	c := l.c
 	l.queue = make(chan *job, 2*c.workers*max(c.batch, 1)+l.maxExtra)
 	// At most as many done writes are in flight (sent, not yet confirmed
-	// or settled by the synchronous path) as workers run, so a jsctl killed
-	// mid-run leaves at most 2 × workers messages whose handler started and
-	// whose done write it had not seen confirmed (workers × batch with a
-	// batch handler, whose done writes are synchronous): the messages that
-	// may run again.
-	l.doneSlots = make(chan struct{}, c.workers)
-	l.completions = make(chan *pendingDone, c.workers)
+	// or settled by the synchronous path) as messages are handled at once
+	// (workers × batch), so a jsctl killed mid-run leaves at most
+	// 2 × workers × batch messages whose handler started and whose done
+	// write it had not seen confirmed: the messages that may run again.
+	l.doneSlots = make(chan struct{}, c.workers*max(c.batch, 1))
+	l.completions = make(chan *pendingDone, c.workers*max(c.batch, 1))
 	// Handlers run on a context that survives ctx's cancellation for the
 	// drain timeout, so they can finish and leave no claim behind.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))

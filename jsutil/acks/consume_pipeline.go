@@ -49,12 +49,18 @@ func (l *loop) resolveClaim(ctx context.Context, j *job) (*Record, error) {
 	var err error
 	t := time.NewTimer(max(writeAttempt-time.Since(j.claimSent), time.Millisecond))
 	defer t.Stop()
-	select {
+	select { // an answer already there wins over a timer that also ran out
 	case ack := <-j.claimFut.Ok():
 		j.cl = claim{rev: ack.Sequence, fence: ack.Sequence, sent: j.claimSent}
 	case err = <-j.claimFut.Err():
-	case <-t.C:
-		err = context.DeadlineExceeded
+	default:
+		select {
+		case ack := <-j.claimFut.Ok():
+			j.cl = claim{rev: ack.Sequence, fence: ack.Sequence, sent: j.claimSent}
+		case err = <-j.claimFut.Err():
+		case <-t.C:
+			err = context.DeadlineExceeded
+		}
 	}
 	j.claimFut = nil
 	switch {
@@ -115,7 +121,7 @@ type pendingDone struct {
 // doneAsync publishes j's done record without waiting; the completer acks
 // the message when the write is confirmed.
 // It waits first for a free slot: the done writes in flight are bounded
-// by the workers, whether confirmed by the completer or settled by the
+// by the messages handled at once, whether confirmed by the completer or settled by the
 // synchronous path (see run).
 func (l *loop) doneAsync(work context.Context, j *job) {
 	l.doneSlots <- struct{}{}

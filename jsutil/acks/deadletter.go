@@ -352,7 +352,7 @@ func (s *Store) SweepDeadLetters(ctx context.Context, scope string, lease time.D
 	}
 	floors := map[string]uint64{} // stream/consumer → ack floor, read once per sweep
 	for _, e := range es {
-		s.sweepOne(ctx, scope, e.key, e.val, lease, floors, &sw)
+		s.sweepOne(ctx, scope, e.key, e.val, e.created, lease, floors, &sw)
 	}
 	return sw, nil
 }
@@ -384,7 +384,7 @@ func (s *Store) gaveUp(ctx context.Context, w watchValue, floors map[string]uint
 	return settled >= w.Seq, nil
 }
 
-func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, lease time.Duration, floors map[string]uint64, sw *Sweep) {
+func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, created time.Time, lease time.Duration, floors map[string]uint64, sw *Sweep) {
 	drop := func() { _ = s.kv.Purge(ctx, key, jetstream.PurgeTTL(s.markerTTL)) }
 	var w watchValue
 	if json.Unmarshal(val, &w) != nil || w.Seq == 0 {
@@ -412,6 +412,16 @@ func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, lea
 		sw.Settled++
 		drop()
 		return
+	case rec == nil && !created.IsZero() && time.Since(created) >= s.doneTTL():
+		// A watch lives no longer than the records it watches over (see
+		// watchLastDelivery); one written without that TTL has outlived
+		// them, so whatever record its message had is gone: a done record
+		// looks no different from a dead worker's claim now. Record
+		// nothing rather than a failure that may not have happened.
+		sw.Notes = append(sw.Notes, fmt.Sprintf("message %d of stream %q: its last-delivery watch outlived the records' retention (%s); its outcome is no longer known and nothing was recorded",
+			w.Seq, w.Stream, s.doneTTL()))
+		drop()
+		return
 	case rec == nil || !rec.Final:
 		if gone, err := s.gaveUp(ctx, w, floors); err != nil || !gone {
 			return // it may still be delivered: its delivery decides
@@ -420,19 +430,6 @@ func (s *Store) sweepOne(ctx context.Context, scope, key string, val []byte, lea
 	c := &processConfig{deadLetter: w.Subject, lease: lease}
 	j, err := s.storedJob(ctx, storedRef{stream: w.Stream, consumer: w.Consumer, scope: scope, kvKey: rkey, seq: w.Seq,
 		deliveries: w.Deliveries, key: w.Key, kind: w.KeyFrom, spec: w.Spec})
-	if rec == nil && (err == nil || errors.Is(err, jsutil.ErrNotFound)) {
-		// No record: it may be a done record whose retention ran out
-		// before the watch was removed. The consumer's floor proves that.
-		f, ferr := s.ReadFloor(ctx, FloorRef{Scope: scope, Stream: w.Stream, Consumer: w.Consumer})
-		if ferr != nil {
-			return // try again later
-		}
-		if f.Covers(w.Seq, j.d.Subject) {
-			sw.Settled++
-			drop()
-			return
-		}
-	}
 	switch {
 	case err != nil && errors.Is(err, jsutil.ErrNotFound):
 		if rec == nil || !rec.Final {

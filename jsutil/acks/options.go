@@ -292,7 +292,16 @@ type consumeOpt func(*consumeConfig)
 
 func (f consumeOpt) applyConsume(c *consumeConfig) { f(c) }
 
-// WithWorkers sets how many handlers run at once (default 1).
+// Upper bounds of the Consume options that size buffers: the queue of
+// fetched messages holds about 2 × workers × batch + prefetch entries.
+const (
+	MaxWorkers  = 1000  // WithWorkers
+	MaxPrefetch = 10000 // WithPrefetch
+	MaxBatch    = 10000 // WithBatch
+)
+
+// WithWorkers sets how many handlers run at once (default 1, at most
+// MaxWorkers).
 func WithWorkers(n int) ConsumeOption { return consumeOpt(func(c *consumeConfig) { c.workers = n }) }
 
 // WithMaxMessages stops Consume after n deliveries were handled (processed,
@@ -314,7 +323,8 @@ func WithDrainTimeout(d time.Duration) ConsumeOption {
 
 // WithPrefetch bounds how many messages Consume fetches ahead of its free
 // workers (default: automatic, up to max(64, 4×workers), fewer when
-// handlers are slow; see Consume). 0 keeps the default.
+// handlers are slow; see Consume; at most MaxPrefetch). 0 keeps the
+// default.
 func WithPrefetch(n int) ConsumeOption {
 	return consumeOpt(func(c *consumeConfig) { c.prefetch = n })
 }

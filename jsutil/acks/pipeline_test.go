@@ -3,13 +3,14 @@ package acks_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jsctl/jsctl/internal/testserver"
-	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -47,12 +48,12 @@ func TestPrefetchedClaimsOutlastASlowHandler(t *testing.T) {
 	tl.exactlyOnce(t, n)
 }
 
-// A watch over a message's last delivery that its run left behind (it
-// stopped between the ack and the watch's removal) must not turn the done
-// message into a final failed record once the done record's retention has
-// run out: the consumer's floor proves the message was handled. Watches
-// jsctl writes expire with the records they watch over.
-func TestLeftoverWatchOfADoneMessage(t *testing.T) {
+// The watch over a message's last delivery is written with the records'
+// retention as its TTL: it never outlives the done record written after
+// it, so a watch left behind (its run stopped between the ack and the
+// watch's removal) expires by itself rather than read, later, as a delivery
+// that ended without an outcome.
+func TestWatchExpiresWithTheRecords(t *testing.T) {
 	f := newFixture(t)
 	ctx := testCtx(t, 60*time.Second)
 	st, err := acks.Open(ctx, f.js, acks.WithBucket("SHORT"), acks.WithRetention(2*time.Second))
@@ -65,54 +66,28 @@ func TestLeftoverWatchOfADoneMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const watch = "d.ORDERS.c.s1"
 	var ttl string
 	h := func(ctx context.Context, d acks.Delivery) error {
 		// The watch over the last delivery is written before the handler
 		// runs.
-		m, err := kvStream.GetLastMsgForSubject(ctx, "$KV.SHORT."+watch)
+		m, err := kvStream.GetLastMsgForSubject(ctx, "$KV.SHORT.d.ORDERS.c.s1")
 		if err != nil {
 			return err
 		}
 		ttl = m.Header.Get(jetstream.MsgTTLHeader)
 		return nil
 	}
-	sum, err := st.Consume(ctx, cons, h, acks.WithLease(10*time.Second), acks.WithMaxMessages(1),
-		acks.OnResult(func(r acks.Result) {
-			if r.Action == acks.Processed {
-				// The run "stops" after the ack, before the watch is
-				// removed: a watch as an older jsctl left it, with no TTL.
-				w := `{"st":"ORDERS","c":"c","q":1,"ls":"","d":1,"k":"1","kf":"sequence","ks":"seq"}`
-				if _, err := st.KV().Put(context.Background(), watch, []byte(w)); err != nil {
-					t.Error(err)
-				}
-			}
-		}))
+	sum, err := st.Consume(ctx, cons, h, acks.WithLease(10*time.Second), acks.WithMaxMessages(1))
 	if err != nil || sum.Processed != 1 {
 		t.Fatalf("run: %+v %v", sum, err)
 	}
 	if ttl != "2s" {
 		t.Errorf("the watch was written with TTL %q, want the retention, 2s", ttl)
 	}
-	testserver.WaitFor(t, 30*time.Second, "the done record to expire", func() bool {
-		_, err := st.Get(ctx, "ORDERS.c", acks.KeyFromSequence, "1")
-		return errors.Is(err, jsutil.ErrNotFound)
-	})
-	sw, err := st.SweepDeadLetters(ctx, "ORDERS.c", 10*time.Second)
-	if err != nil || sw.Settled != 1 || sw.Published != 0 {
-		t.Errorf("sweep: %+v %v: want the watch settled", sw, err)
-	}
-	recs, err := st.List(ctx, acks.Filter{Scope: "ORDERS.c"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if r.State == acks.StateFailed {
-			t.Errorf("message %d ran and was acked, yet the sweep wrote a failed record for it: %q", r.Seq, r.Reason)
-		}
-	}
-	if _, err := st.KV().Get(ctx, watch); !errors.Is(err, jetstream.ErrKeyNotFound) {
-		t.Errorf("watch left: %v", err)
+	// The retention is shorter than the ack wait and two leases: the run
+	// warns that a watch may expire before the server gives up.
+	if len(sum.Warnings) != 1 || !strings.Contains(sum.Warnings[0], "less than the ack wait and two leases") {
+		t.Errorf("warnings %q: want the one on a retention too short for watches", sum.Warnings)
 	}
 }
 
@@ -149,4 +124,63 @@ func TestFinalFailureWithLostTerminate(t *testing.T) {
 	if err != nil || rec.State != acks.StateFailed || !rec.Final {
 		t.Fatalf("record: %+v %v", rec, err)
 	}
+}
+
+// A denial that is not the run's does not stop it: one the connection
+// reported before Consume started (an earlier publish to the dead-letter
+// subject, in a run that never dead-letters anything), and one of another
+// operation on the bucket (a delete, from the handler).
+func TestOtherDenialsAreNotTheRuns(t *testing.T) {
+	s, err := testserver.NewAuth(t.TempDir(), "DENIED", testserver.Auth{User: "u", Password: "pw",
+		Deny: []string{"dead.orders", "$JS.API.STREAM.DELETE.KV_JSCTL_ACKS"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	nc, err := nats.Connect(s.URL, nats.UserInfo("u", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t, 30*time.Second)
+	addStream(t, js, "ORDERS", 1)
+	addDeadStream(t, js)
+	publish(t, js, "orders", 1, 3)
+	if err := nc.Publish("dead.orders", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	testserver.WaitFor(t, 10*time.Second, "the server to refuse the publish", func() bool {
+		return errors.Is(nc.LastError(), nats.ErrPermissionViolation)
+	})
+	st, err := acks.Open(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons := addConsumer(t, js, "ORDERS", "c", 30*time.Second)
+	tl := newTally()
+	h := tl.handler(func(d acks.Delivery) error {
+		if d.Seq == 1 {
+			dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			if err := js.DeleteKeyValue(dctx, acks.DefaultBucket); err == nil {
+				return errors.New("the bucket's delete was allowed")
+			}
+			testserver.WaitFor(t, 10*time.Second, "the server to refuse the delete", func() bool {
+				return strings.Contains(nc.LastError().Error(), "STREAM.DELETE")
+			})
+		}
+		return nil
+	})
+	sum, err := st.Consume(ctx, cons, h, acks.WithDeadLetter("dead.orders"), acks.WithMaxMessages(3))
+	if err != nil || sum.Processed != 3 {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	tl.exactlyOnce(t, 3)
 }

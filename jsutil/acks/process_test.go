@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
@@ -390,5 +391,21 @@ func TestConcurrentWorkersExactlyOnce(t *testing.T) {
 	t.Logf("redeliveries seen by handlers: %d, busy back-offs: %d", redelivered.Load(), busy.Load())
 	if busy.Load() == 0 {
 		t.Error("no busy back-off: the test did not force concurrent redeliveries")
+	}
+}
+
+// Options that size Consume's buffers are bounded: a huge count is bad
+// input, never a panic in makechan (or a multiplication that overflows).
+func TestConsumeBoundsSizes(t *testing.T) {
+	f := newFixture(t)
+	cons := addConsumer(t, f.js, "ORDERS", "a", 30*time.Second)
+	handler := func(context.Context, acks.Delivery) error { return nil }
+	for _, opt := range []acks.ConsumeOption{
+		acks.WithWorkers(math.MaxInt), acks.WithWorkers(acks.MaxWorkers + 1),
+		acks.WithPrefetch(math.MaxInt), acks.WithBatch(acks.MaxBatch+1, 0),
+	} {
+		if _, err := f.st.Consume(testCtx(t, 5*time.Second), cons, handler, opt); !errors.Is(err, jsutil.ErrBadInput) {
+			t.Errorf("got %v, want a bad-input error", err)
+		}
 	}
 }

@@ -53,22 +53,23 @@ func Pause(ctx context.Context, js jetstream.JetStream, stream, consumer string,
 		// consumer) finds it paused.
 		wctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 		defer cancel()
-		if err := waitPaused(wctx, js, stream, consumer); err != nil {
+		if err := waitPaused(wctx, js, stream, consumer, resp.PauseUntil); err != nil {
 			return nil, jsutil.Wrap(err, "pause consumer %q on %q: wait for the server to report it paused", consumer, stream)
 		}
 	}
 	return pauseState(stream, consumer, resp), nil
 }
 
-// waitPaused polls the consumer's info until it reports the consumer
-// paused.
-func waitPaused(ctx context.Context, js jetstream.JetStream, stream, consumer string) error {
+// waitPaused polls the consumer's info until it reports the pause until
+// until: paused, or holding that pause time in its configuration (a short
+// pause may be over by the time it is read).
+func waitPaused(ctx context.Context, js jetstream.JetStream, stream, consumer string, until time.Time) error {
 	for {
 		c, err := js.Consumer(ctx, stream, consumer)
 		if err != nil {
 			return err
 		}
-		if c.CachedInfo().Paused {
+		if ci := c.CachedInfo(); ci.Paused || (ci.Config.PauseUntil != nil && ci.Config.PauseUntil.Equal(until)) {
 			return nil
 		}
 		select {

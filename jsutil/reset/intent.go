@@ -396,9 +396,10 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 	// context alone.
 	wctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
+	prior := s.js.Conn().LastError()
 	w, err := kv.Watch(wctx, jsutil.KeyToken(stream)+".*", jetstream.IgnoreDeletes())
 	if err != nil {
-		if derr := s.watchDenied(); derr != nil {
+		if derr := s.watchDenied(prior); derr != nil {
 			err = derr
 		}
 		return nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
@@ -414,7 +415,7 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 	for {
 		select {
 		case <-tick.C:
-			if err := s.watchDenied(); err != nil {
+			if err := s.watchDenied(prior); err != nil {
 				return nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 			}
 		case e := <-w.Updates():
@@ -438,10 +439,11 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 }
 
 // watchDenied is the permission error for a refused request about the
-// bucket's stream on this connection, if there was one.
-func (s *intents) watchDenied() error {
+// bucket's stream on this connection since prior was its last error, if
+// there was one.
+func (s *intents) watchDenied(prior error) error {
 	last := s.js.Conn().LastError()
-	if last == nil || !errors.Is(last, nats.ErrPermissionViolation) {
+	if last == nil || last == prior || !errors.Is(last, nats.ErrPermissionViolation) {
 		return nil
 	}
 	subject := jsutil.DeniedSubject(last)
