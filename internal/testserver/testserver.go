@@ -264,6 +264,25 @@ func Publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg) (*jetstre
 	}
 }
 
+// CreateStream creates a stream, sending the request again while the
+// server does not answer it (each attempt bounded by 15s) or answers that
+// JetStream is not available yet: on a loaded machine a cluster's meta
+// leader can change under a create, whose reply is then lost. Creating
+// the same stream again is harmless.
+func CreateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		s, err := js.CreateStream(actx, cfg)
+		cancel()
+		var apiErr *jetstream.APIError
+		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+			(errors.As(err, &apiErr) && apiErr.Code == 503)
+		if err == nil || !lost || ctx.Err() != nil {
+			return s, err
+		}
+	}
+}
+
 // Context returns a context that ends after d, or when the test ends.
 func Context(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)

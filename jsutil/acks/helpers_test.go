@@ -33,7 +33,7 @@ func newJS(t testing.TB, s *server.Server) jetstream.JetStream {
 
 func addStream(t testing.TB, js jetstream.JetStream, name string, replicas int) {
 	t.Helper()
-	_, err := js.CreateStream(testCtx(t, 30*time.Second), jetstream.StreamConfig{
+	_, err := testserver.CreateStream(testCtx(t, 30*time.Second), js, jetstream.StreamConfig{
 		Name: name, Subjects: []string{"orders.>", "audit.>"}, Replicas: replicas, Storage: jetstream.FileStorage,
 	})
 	if err != nil {

@@ -18,7 +18,7 @@ func TestClusterR3(t *testing.T) {
 	c := testserver.StartCluster(t, 3)
 	js := c.JetStream()
 	ctx := testserver.Context(t, 60*time.Second)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
+	if _, err := testserver.CreateStream(ctx, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitForStreamLeader("ORDERS")

@@ -21,7 +21,7 @@ func single(t testing.TB) jetstream.JetStream { return testserver.JetStream(t) }
 
 func addStream(t testing.TB, js jetstream.JetStream, name string, ret jetstream.RetentionPolicy, replicas int) {
 	t.Helper()
-	_, err := js.CreateStream(testCtx(t), jetstream.StreamConfig{
+	_, err := testserver.CreateStream(testCtx(t), js, jetstream.StreamConfig{
 		Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, Retention: ret, Replicas: replicas,
 	})
 	if err != nil {

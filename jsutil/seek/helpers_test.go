@@ -21,7 +21,7 @@ func startJS(t testing.TB) jetstream.JetStream { return testserver.JetStream(t) 
 
 func mustStream(t testing.TB, js jetstream.JetStream, cfg jetstream.StreamConfig) jetstream.Stream {
 	t.Helper()
-	s, err := js.CreateStream(testCtx(t), cfg)
+	s, err := testserver.CreateStream(testCtx(t), js, cfg)
 	if err != nil {
 		t.Fatalf("create stream %s: %v", cfg.Name, err)
 	}
