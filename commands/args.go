@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/alecthomas/kong"
 	"github.com/jsctl/jsctl/jsutil"
@@ -15,22 +14,15 @@ import (
 // and before anything connects: a value the server cannot take is a usage
 // error at once, never a timeout or a dropped connection later.
 
-// maxNameLen is the server's limit for stream and consumer names
-// (JSMaxNameLen).
-const maxNameLen = 255
-
-// checkName says why name cannot be a stream or consumer name (kind says
-// which), as the server judges names: not empty, at most 255 bytes, no
-// white space, control characters, ".", "*", ">", "/" or "\". A bad name
-// is bad input: without this the server never answers the request and
-// jsctl waited out --timeout.
+// checkName refuses name as a stream or consumer name (kind says which)
+// that the server cannot take (jsutil.NameProblem). A bad name is bad
+// input: without this the server never answers the request and jsctl
+// waited out --timeout.
 func checkName(kind, name string) error {
-	bad := name == "" || len(name) > maxNameLen || strings.ContainsAny(name, `.*>/\`) ||
-		strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0
-	if !bad {
+	if jsutil.NameProblem(name) == "" {
 		return nil
 	}
-	return jsutil.Errorf(jsutil.ErrBadInput, "invalid %s name %q: a name is 1 to %d bytes without spaces, control characters, \".\", \"*\", \">\", \"/\" or \"\\\"", kind, name, maxNameLen)
+	return jsutil.Errorf(jsutil.ErrBadInput, "invalid %s name %q: a name is 1 to %d bytes without spaces, control characters, \".\", \"*\", \">\", \"/\" or \"\\\"", kind, name, jsutil.MaxNameLen)
 }
 
 // checkArgs checks, before a command runs and before anything connects,
@@ -128,7 +120,7 @@ var bucketFlags = map[string]bool{"bucket": true, "acks-bucket": true}
 
 // maxBucketLen is the longest KV bucket name: its stream, KV_NAME, is a
 // stream name (at most 255 bytes).
-const maxBucketLen = maxNameLen - len("KV_")
+const maxBucketLen = jsutil.MaxNameLen - len("KV_")
 
 // checkBucketName says why name cannot be a KV bucket name, as nats.go
 // judges them, with the length the server allows.
@@ -146,7 +138,7 @@ func checkBucketName(flag, name string) error {
 // STREAM.CONSUMER of two 255-byte names, fits, and so does the record key
 // the scope is part of within the server's limit for a subject in one
 // protocol line (4 KiB), even with every byte escaped.
-const maxScopeLen = 2*maxNameLen + 1
+const maxScopeLen = 2*jsutil.MaxNameLen + 1
 
 // checkScopeName says why name cannot be an ack scope name.
 func checkScopeName(flag, name string) error {

@@ -1,7 +1,6 @@
 package positions
 
 import (
-	"fmt"
 	"os"
 	"os/user"
 	"regexp"
@@ -51,38 +50,13 @@ func (o Options) withWho() Options {
 	return o
 }
 
-// maxNameLen is the server's limit for stream and consumer names
-// (JSMaxNameLen).
-const maxNameLen = 255
-
 // checkName refuses a stream or consumer name that cannot be part of an API
 // subject, before anything is sent (the server would never answer).
 func checkName(kind, name string) error {
-	if why := nameProblem(name); why != "" {
+	if why := jsutil.NameProblem(name); why != "" {
 		return jsutil.Errorf(jsutil.ErrBadInput, "invalid %s name %q: %s", kind, name, why)
 	}
 	return nil
-}
-
-// nameProblem says what makes name unusable as a stream or consumer name,
-// "" when nothing does.
-func nameProblem(name string) string {
-	switch {
-	case name == "":
-		return "it is empty"
-	case len(name) > maxNameLen:
-		return fmt.Sprintf("it is longer than %d bytes", maxNameLen)
-	}
-	for _, r := range name {
-		switch r {
-		case '.', '*', '>', ' ', '\t', '\r', '\n', '/', '\\':
-			return "it may not contain '.', '*', '>', '/', '\\' or white space"
-		}
-		if r < ' ' || r == 0x7f {
-			return "it may not contain control characters"
-		}
-	}
-	return ""
 }
 
 // snapshotName is the form of a snapshot name: tokens of letters, digits,

@@ -164,7 +164,7 @@ func selectGroups(ctx context.Context, js jetstream.JetStream, s Selection, opts
 				return nil, err
 			}
 		} else {
-			g.consumers = unique(s.Consumers)
+			g.consumers = jsutil.Unique(s.Consumers)
 		}
 		out = append(out, g)
 	}
@@ -172,15 +172,3 @@ func selectGroups(ctx context.Context, js jetstream.JetStream, s Selection, opts
 }
 
 func sortStrings(s []string) { slices.Sort(s) }
-
-// unique returns names without repeats, in the order each first appears: a
-// consumer named twice is selected once.
-func unique(names []string) []string {
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}

@@ -126,7 +126,7 @@ func (s *Snapshot) tidy(name string) error {
 	var out []StreamSnapshot
 	at := map[string]int{}
 	for _, ss := range s.Streams {
-		if why := nameProblem(ss.Name); why != "" {
+		if why := jsutil.NameProblem(ss.Name); why != "" {
 			return jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q holds an invalid stream name %q: %s", name, ss.Name, why)
 		}
 		i, seen := at[ss.Name]
@@ -137,7 +137,7 @@ func (s *Snapshot) tidy(name string) error {
 			out = append(out, first)
 		}
 		for _, cs := range ss.Consumers {
-			if why := nameProblem(cs.Name); why != "" {
+			if why := jsutil.NameProblem(cs.Name); why != "" {
 				return jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q holds an invalid consumer name %q on stream %q: %s", name, cs.Name, ss.Name, why)
 			}
 			if err := checkSavedConfig(cs); err != nil {

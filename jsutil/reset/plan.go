@@ -289,7 +289,7 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 	if all == (len(consumers) > 0) {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "name consumers or pass --all, not both or neither")
 	}
-	consumers = unique(consumers)
+	consumers = jsutil.Unique(consumers)
 	if target.Kind == ToConsumer && slices.Contains(consumers, target.Consumer) {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "reset consumer %q on %q: it cannot take its position from itself", target.Consumer, stream)
 	}
@@ -353,18 +353,6 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 	}
 	plan.noteUnfinished(pending, pendingErr)
 	return plan, nil
-}
-
-// unique returns names without repeats, in the order each first appears: a
-// consumer named twice is planned (and moved, and recorded) once.
-func unique(names []string) []string {
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func intentOf(pending []*Intent, consumer string) *Intent {

@@ -77,8 +77,8 @@ func newAPIGetter(js jetstream.JetStream, stream string) (*apiGetter, error) {
 func APIPrefix(o jetstream.JetStreamOptions) string { return jsutil.APIPrefix(o) }
 
 func checkStreamName(name string) error {
-	if name == "" || strings.ContainsAny(name, ".*> \t\r\n") {
-		return jsutil.Errorf(jsutil.ErrBadInput, "invalid stream name %q", name)
+	if why := jsutil.NameProblem(name); why != "" {
+		return jsutil.Errorf(jsutil.ErrBadInput, "invalid stream name %q: %s", name, why)
 	}
 	return nil
 }

@@ -1,0 +1,45 @@
+package jsutil
+
+import (
+	"fmt"
+	"slices"
+	"unicode"
+)
+
+// MaxNameLen is the server's limit for stream and consumer names
+// (JSMaxNameLen).
+const MaxNameLen = 255
+
+// NameProblem says what makes name unusable as a stream or consumer name,
+// as the server judges names (they become tokens of API subjects), or ""
+// when nothing does: empty, longer than MaxNameLen bytes, or holding '.',
+// '*', '>', '/', '\', white space or control characters.
+func NameProblem(name string) string {
+	switch {
+	case name == "":
+		return "it is empty"
+	case len(name) > MaxNameLen:
+		return fmt.Sprintf("it is longer than %d bytes", MaxNameLen)
+	}
+	for _, r := range name {
+		switch {
+		case r == '.' || r == '*' || r == '>' || r == '/' || r == '\\' || unicode.IsSpace(r):
+			return "it may not contain '.', '*', '>', '/', '\\' or white space"
+		case r < ' ' || r == 0x7f || unicode.IsControl(r):
+			return "it may not contain control characters"
+		}
+	}
+	return ""
+}
+
+// Unique returns names without repeats, in the order each first appears:
+// a stream or consumer named twice is acted on once.
+func Unique(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
