@@ -1,8 +1,6 @@
 package positions
 
 import (
-	"os"
-	"os/user"
 	"regexp"
 	"time"
 
@@ -39,14 +37,7 @@ func (o Options) withDefaults() Options {
 
 // withWho fills in User and Host, for the documents that record them.
 func (o Options) withWho() Options {
-	if o.User == "" {
-		if u, err := user.Current(); err == nil {
-			o.User = u.Username
-		}
-	}
-	if o.Host == "" {
-		o.Host, _ = os.Hostname()
-	}
+	o.User, o.Host = jsutil.Who(o.User, o.Host)
 	return o
 }
 

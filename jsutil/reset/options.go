@@ -2,10 +2,9 @@ package reset
 
 import (
 	"context"
-	"os"
-	"os/user"
 	"time"
 
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -104,13 +103,6 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.User == "" {
-		if u, err := user.Current(); err == nil {
-			o.User = u.Username
-		}
-	}
-	if o.Host == "" {
-		o.Host, _ = os.Hostname()
-	}
+	o.User, o.Host = jsutil.Who(o.User, o.Host)
 	return o
 }
