@@ -41,6 +41,20 @@ func Denied(nc *nats.Conn, subject string) error {
 	return nil
 }
 
+// DeniedSince returns the permissions violation the server last reported
+// on nc and the subject whose publish it refused ("" for a refused
+// subscription), when it was reported after prior (the connection's last
+// error when the caller started); a nil error when there is none. A
+// refused publish is reported asynchronously and never answered, so work
+// that waits on one learns of the refusal only here.
+func DeniedSince(nc *nats.Conn, prior error) (string, error) {
+	last := nc.LastError()
+	if last == nil || last == prior || !errors.Is(last, nats.ErrPermissionViolation) {
+		return "", nil
+	}
+	return DeniedSubject(last), last
+}
+
 // RequestError classes the error of a request to subject sent on nc. When
 // the server denied the request (see Denied) it returns an ErrPermission
 // error reading `permission denied (publish to "<subject>")` (or

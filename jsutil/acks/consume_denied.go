@@ -1,12 +1,10 @@
 package acks
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/jsctl/jsctl/jsutil"
-	"github.com/nats-io/nats.go"
 )
 
 // denial is the error that ends a run whose permissions the server
@@ -19,12 +17,11 @@ import (
 // before the run started (l.priorErr).
 func (l *loop) denial() error {
 	nc := l.s.js.Conn()
-	last := nc.LastError()
-	if last == nil || last == l.priorErr || !errors.Is(last, nats.ErrPermissionViolation) {
+	subject, last := jsutil.DeniedSince(nc, l.priorErr)
+	if last == nil {
 		return nil
 	}
 	what := ""
-	subject := jsutil.DeniedSubject(last)
 	switch {
 	case subject == "":
 		if jsutil.Denied(nc, "") == nil {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -442,12 +441,8 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 // bucket's stream on this connection since prior was its last error, if
 // there was one.
 func (s *intents) watchDenied(prior error) error {
-	last := s.js.Conn().LastError()
-	if last == nil || last == prior || !errors.Is(last, nats.ErrPermissionViolation) {
-		return nil
-	}
-	subject := jsutil.DeniedSubject(last)
-	if !strings.Contains(subject, ".KV_"+s.bucket+".") && !strings.HasSuffix(subject, ".KV_"+s.bucket) {
+	subject, last := jsutil.DeniedSince(s.js.Conn(), prior)
+	if last == nil || !strings.Contains(subject, ".KV_"+s.bucket+".") && !strings.HasSuffix(subject, ".KV_"+s.bucket) {
 		return nil
 	}
 	return jsutil.DeniedError(subject)
