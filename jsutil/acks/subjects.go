@@ -1,20 +1,19 @@
 package acks
 
-import "strings"
+import (
+	"strings"
 
-// validPattern reports whether p is a usable NATS subject pattern.
+	"github.com/jsctl/jsctl/jsutil"
+)
+
+// validPattern reports whether p is a usable NATS subject pattern: a
+// subject the server accepts (jsutil.CheckSubjectFilter) whose wildcards
+// are whole tokens.
 func validPattern(p string) bool {
-	if p == "" {
+	if p == "" || jsutil.CheckSubjectFilter("subject", p) != nil {
 		return false
 	}
-	toks := strings.Split(p, ".")
-	for i, t := range toks {
-		if t == "" || strings.ContainsAny(t, " \t\r\n") {
-			return false
-		}
-		if t == ">" && i != len(toks)-1 {
-			return false
-		}
+	for _, t := range strings.Split(p, ".") {
 		if len(t) > 1 && strings.ContainsAny(t, "*>") {
 			return false
 		}
