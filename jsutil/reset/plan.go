@@ -144,25 +144,7 @@ func (c *Change) refuse(class error, format string, args ...any) {
 
 // Err returns the refusal of the plan's first refused change (wrapping
 // jsutil.ErrConflict), or nil when every change may be made.
-func (p *Plan) Err() error {
-	var first error
-	n := 0
-	for _, c := range p.Changes {
-		if c.refusal == nil && c.Refused != "" {
-			c.refusal = jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %s", c.Consumer, c.Stream, c.Refused)
-		}
-		if c.refusal != nil {
-			if first == nil {
-				first = c.refusal
-			}
-			n++
-		}
-	}
-	if n > 1 {
-		return fmt.Errorf("%w (and %d more consumers refused)", first, n-1)
-	}
-	return first
-}
+func (p *Plan) Err() error { return PlansErr([]*Plan{p}) }
 
 // planner holds what planning one stream's consumers shares. Its caches
 // are safe for the concurrent planning of several consumers.

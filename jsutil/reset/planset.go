@@ -94,13 +94,18 @@ func ReadPlans(data []byte) ([]*Plan, error) {
 	return out, nil
 }
 
-// PlansErr returns the refusals of several plans as Plan.Err does for one.
+// PlansErr returns the refusal of the first refused change of several
+// plans (wrapping jsutil.ErrConflict), saying how many more consumers were
+// refused, or nil when every change may be made. A change refused in its
+// text alone (a plan read from a file) gets its refusal error here.
 func PlansErr(plans []*Plan) error {
 	var first error
 	n := 0
 	for _, p := range plans {
-		_ = p.Err() // gives every refused change its refusal
 		for _, c := range p.Changes {
+			if c.refusal == nil && c.Refused != "" {
+				c.refusal = jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %s", c.Consumer, c.Stream, c.Refused)
+			}
 			if c.refusal != nil {
 				if first == nil {
 					first = c.refusal
