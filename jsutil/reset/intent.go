@@ -269,6 +269,21 @@ func (s *intents) update(ctx context.Context, in *Intent) error {
 	if err != nil {
 		return err
 	}
+	_, err = s.rewrite(ctx, kv, in, val, fmt.Sprintf("reset consumer %q on %q: update the intent record", in.Consumer, in.Stream),
+		func(cur *Intent) (bool, bool) {
+			return cur != nil && cur.ID == in.ID && cur.Method == in.Method && cur.Claim.id() == in.Claim.id(), false
+		})
+	return err
+}
+
+// rewrite writes val over the intent's revision (compare-and-set), sending
+// it again within Settle while the server does not answer. After a failed
+// attempt readBack gets the record as it is (nil: gone) and says whether
+// the write is known to have landed (its answer was lost) or to have lost
+// to another writer; it returns whether the write landed, with
+// in.revision updated.
+func (s *intents) rewrite(ctx context.Context, kv jetstream.KeyValue, in *Intent, val []byte, what string,
+	readBack func(cur *Intent) (landed, beaten bool)) (bool, error) {
 	key := HistoryKey(in.Stream, in.Consumer)
 	deadline := time.Now().Add(s.settle)
 	for {
@@ -277,15 +292,21 @@ func (s *intents) update(ctx context.Context, in *Intent) error {
 		cancel()
 		if err == nil {
 			in.revision = rev
-			return nil
+			return true, nil
 		}
-		// A retry after a lost reply fails its compare-and-set: read back.
-		if cur, gerr := s.get(ctx, kv, key); gerr == nil && cur != nil && cur.ID == in.ID && cur.Method == in.Method && cur.Claim.id() == in.Claim.id() {
-			in.revision = cur.revision
-			return nil
+		// A retry after a lost answer fails its compare-and-set: read back.
+		if cur, gerr := s.get(ctx, kv, key); gerr == nil {
+			landed, beaten := readBack(cur)
+			if landed {
+				in.revision = cur.revision
+				return true, nil
+			}
+			if beaten {
+				return false, nil
+			}
 		}
 		if !lost(err) || time.Now().After(deadline) || !sleepCtx(ctx, 200*time.Millisecond) {
-			return jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "reset consumer %q on %q: update the intent record", in.Consumer, in.Stream)
+			return false, jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "%s", what)
 		}
 	}
 }
@@ -303,28 +324,15 @@ func (s *intents) claim(ctx context.Context, kv jetstream.KeyValue, in *Intent, 
 	if err != nil {
 		return false, err
 	}
-	key := HistoryKey(in.Stream, in.Consumer)
-	deadline := time.Now().Add(s.settle)
-	for {
-		uctx, cancel := s.ctx(ctx)
-		rev, err := kv.Update(uctx, key, val, in.revision)
-		cancel()
-		if err == nil {
-			in.Claim, in.revision = next.Claim, rev
-			return true, nil
-		}
-		cur, gerr := s.get(ctx, kv, key)
-		switch {
-		case gerr == nil && cur != nil && cur.ID == in.ID && cur.Claim != nil && cur.Claim.ID == by.ID:
-			in.Claim, in.revision = cur.Claim, cur.revision // ours, its reply lost
-			return true, nil
-		case gerr == nil && (cur == nil || cur.revision != in.revision):
-			return false, nil
-		}
-		if !lost(err) || time.Now().After(deadline) || !sleepCtx(ctx, 200*time.Millisecond) {
-			return false, jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "recover consumer %q on %q: claim its intent record", in.Consumer, in.Stream)
-		}
+	won, err := s.rewrite(ctx, kv, in, val, fmt.Sprintf("recover consumer %q on %q: claim its intent record", in.Consumer, in.Stream),
+		func(cur *Intent) (bool, bool) {
+			ours := cur != nil && cur.ID == in.ID && cur.Claim != nil && cur.Claim.ID == by.ID
+			return ours, !ours && (cur == nil || cur.revision != in.revision)
+		})
+	if won {
+		in.Claim = &by
 	}
+	return won, err
 }
 
 // complete deletes a finished change's intent (compare-and-set on the
