@@ -49,18 +49,20 @@ func (l *loop) resolveClaim(ctx context.Context, j *job) (*Record, error) {
 	var err error
 	t := time.NewTimer(max(writeAttempt-time.Since(j.claimSent), time.Millisecond))
 	defer t.Stop()
-	select { // an answer already there wins over a timer that also ran out
-	case ack := <-j.claimFut.Ok():
-		j.cl = claim{rev: ack.Sequence, fence: ack.Sequence, sent: j.claimSent}
+	var ack *jetstream.PubAck
+	select {
+	case ack = <-j.claimFut.Ok():
 	case err = <-j.claimFut.Err():
-	default:
-		select {
-		case ack := <-j.claimFut.Ok():
-			j.cl = claim{rev: ack.Sequence, fence: ack.Sequence, sent: j.claimSent}
+	case <-t.C:
+		select { // an answer there by now wins over the timer
+		case ack = <-j.claimFut.Ok():
 		case err = <-j.claimFut.Err():
-		case <-t.C:
+		default:
 			err = context.DeadlineExceeded
 		}
+	}
+	if ack != nil {
+		j.cl = claim{rev: ack.Sequence, fence: ack.Sequence, sent: j.claimSent}
 	}
 	j.claimFut = nil
 	switch {
