@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/internal/natsproc"
+	"github.com/jsctl/jsctl/internal/testserver"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -219,13 +220,7 @@ func consumerInfo(t *testing.T, e *env, name string) *jetstream.ConsumerInfo {
 
 func waitConnected(t *testing.T, nc *nats.Conn) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !nc.IsConnected() {
-		if time.Now().After(deadline) {
-			t.Fatal("the test's client did not reconnect")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testserver.WaitFor(t, 30*time.Second, "the test's client to reconnect", nc.IsConnected)
 }
 
 func lastLine(s string) string {

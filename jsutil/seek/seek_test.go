@@ -141,20 +141,13 @@ func TestExpiredByAge(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		mustPub(t, js, "age.old", "x")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testserver.WaitFor(t, 10*time.Second, "the messages to expire", func() bool {
 		info, err := s.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.State.Msgs == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("messages did not expire")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return info.State.Msgs == 0
+	})
 	mustPub(t, js, "age.new", "x")
 	mustPub(t, js, "age.new", "y")
 	for _, st := range allStrategies {
