@@ -66,32 +66,7 @@ func (e *env) pausedCount(names []string, complain bool) int {
 // is a difference) and those left paused.
 func (e *env) recoverAndCompare(names []string, before map[string]any, deleted map[string]bool, f *figures) (paused int) {
 	e.t.Helper()
-	code, out, errs := e.run("consumer", "recover", "ORDERS", "--execute", "--json")
-	if code != 0 {
-		e.t.Fatalf("consumer recover exited %d:\n%s\n%s", code, out, errs)
-	}
-	var r reset.Recovery
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		e.t.Fatalf("recover --json: %v\n%s", err, out)
-	}
-	f.interrupted += len(r.Changes)
-	after := e.configs(names)
-	for _, n := range names {
-		a, ok := after[n]
-		switch {
-		case !ok && !deleted[n]:
-			f.lost++
-			e.t.Errorf("try %d: consumer %s lost", f.tries, n)
-		case ok && !reflect.DeepEqual(before[n], a):
-			f.changed++
-			b1, _ := json.Marshal(before[n])
-			b2, _ := json.Marshal(a)
-			e.t.Errorf("try %d: consumer %s changed:\nbefore %s\nafter  %s", f.tries, n, b1, b2)
-		}
-	}
-	if n := e.unfinished(); n != 0 {
-		e.t.Errorf("try %d: %d intent records left after recover", f.tries, n)
-	}
+	out := e.recoverCompare(names, before, deleted, f)
 	p := e.pausedCount(names, true)
 	if p > 0 {
 		e.t.Logf("recover said:\n%s", out)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/internal/testserver"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -20,15 +19,8 @@ func TestClusterR3(t *testing.T) {
 		t.Skip("cluster test")
 	}
 	c := testserver.StartCluster(t, 3)
-	nc, err := nats.Connect(c.URLs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := c.JetStream()
+	nc := js.Conn()
 	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 3)
 	c.WaitForStreamLeader("ORDERS")
 	publish(t, js, "orders.eu", 20, 0)
@@ -149,15 +141,7 @@ func TestClusterR3Pause(t *testing.T) {
 		t.Skip("cluster test")
 	}
 	c := testserver.StartCluster(t, 3)
-	nc, err := nats.Connect(c.URLs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := c.JetStream()
 	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 3)
 	publish(t, js, "orders.eu", 100, 0)
 	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "live", Description: "r3", MaxAckPending: 5})
