@@ -3,7 +3,6 @@ package commands
 import (
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -118,20 +117,13 @@ func stringValues(target reflect.Value) []string {
 // bucketFlags are the flags that name a KV bucket.
 var bucketFlags = map[string]bool{"bucket": true, "acks-bucket": true}
 
-// maxBucketLen is the longest KV bucket name: its stream, KV_NAME, is a
-// stream name (at most 255 bytes).
-const maxBucketLen = jsutil.MaxNameLen - len("KV_")
-
-// checkBucketName says why name cannot be a KV bucket name, as nats.go
-// judges them, with the length the server allows.
+// checkBucketName says why name cannot be a KV bucket name
+// (jsutil.BucketNameOK).
 func checkBucketName(flag, name string) error {
-	ok := name != "" && len(name) <= maxBucketLen && strings.IndexFunc(name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}) < 0
-	if ok {
+	if jsutil.BucketNameOK(name) {
 		return nil
 	}
-	return jsutil.Errorf(jsutil.ErrBadInput, "%s %s is not a bucket name: a bucket name is 1 to %d letters, digits, \"-\" or \"_\"", flag, shortQuote(name), maxBucketLen)
+	return jsutil.Errorf(jsutil.ErrBadInput, "%s %s is not a bucket name: a bucket name is 1 to %d letters, digits, \"-\" or \"_\"", flag, shortQuote(name), jsutil.MaxBucketLen)
 }
 
 // maxScopeLen bounds an ack scope name (--scope): the longest default scope,

@@ -3,6 +3,7 @@ package jsutil
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"unicode"
 )
 
@@ -30,6 +31,19 @@ func NameProblem(name string) string {
 		}
 	}
 	return ""
+}
+
+// MaxBucketLen is the longest KV bucket name: its stream, KV_NAME, is a
+// stream name.
+const MaxBucketLen = MaxNameLen - len("KV_")
+
+// BucketNameOK reports whether name can name a KV bucket: 1 to
+// MaxBucketLen letters, digits, '-' or '_' (nats.go's rule, with the
+// server's length; a longer name would overflow the requests about it).
+func BucketNameOK(name string) bool {
+	return name != "" && len(name) <= MaxBucketLen && strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) < 0
 }
 
 // Unique returns names without repeats, in the order each first appears:

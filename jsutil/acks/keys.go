@@ -98,6 +98,9 @@ func CheckScope(scope string) error {
 	if scope == "" {
 		return jsutil.Errorf(jsutil.ErrBadInput, "empty ack scope")
 	}
+	if len(scope) > maxScope {
+		return jsutil.Errorf(jsutil.ErrBadInput, "ack scope of %d bytes: at most %d (its record keys must fit the server's protocol line)", len(scope), maxScope)
+	}
 	for _, tok := range strings.Split(scope, ".") {
 		d, err := jsutil.KeyTokenDecode(tok)
 		if err != nil || tok == "" || jsutil.KeyToken(d) != tok {
@@ -106,6 +109,11 @@ func CheckScope(scope string) error {
 	}
 	return nil
 }
+
+// maxScope bounds an encoded scope: with the bucket and the key token its
+// record keys stay within the server's 4 KiB protocol line. The default
+// scope of two 255-byte names fits even with every byte escaped.
+const maxScope = 2048
 
 // maxKeyToken bounds the encoded header token, so that keys stay far below
 // the server's subject length limits whatever the header holds.

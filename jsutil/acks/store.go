@@ -92,6 +92,9 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 	for _, o := range opts {
 		o(&c)
 	}
+	if err := checkBucket(c.bucket); err != nil {
+		return nil, err
+	}
 	if c.markerTTL < time.Second {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %q: marker TTL %v is below the server's minimum of 1s", c.bucket, c.markerTTL)
 	}
@@ -121,9 +124,25 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 	return newStore(ctx, js, kv, c)
 }
 
+// checkBucket refuses a name that cannot name a bucket, before any request
+// (one too long for the server's protocol line would cost the connection).
+func checkBucket(name string) error {
+	if jsutil.BucketNameOK(name) {
+		return nil
+	}
+	q, cut := jsutil.Escape([]byte(name), 40)
+	if cut {
+		q += fmt.Sprintf("... (%d bytes)", len(name))
+	}
+	return jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %s: a bucket name is 1 to %d letters, digits, \"-\" or \"_\"", q, jsutil.MaxBucketLen)
+}
+
 // OpenExisting opens an ack-record bucket that must already exist; a missing
 // bucket is an error wrapping jsutil.ErrNotFound.
 func OpenExisting(ctx context.Context, js jetstream.JetStream, bucket string) (*Store, error) {
+	if err := checkBucket(bucket); err != nil {
+		return nil, err
+	}
 	kv, err := js.KeyValue(ctx, bucket)
 	if err != nil {
 		return nil, openErr(err, bucket)

@@ -256,3 +256,24 @@ func TestLongKeyHeader(t *testing.T) {
 		t.Fatalf("list: %d %v", len(recs), err)
 	}
 }
+
+// Names too long for a request are refused before any is sent: a bucket
+// name past the server's limit and a scope whose record keys would
+// overflow the protocol line are bad input, not a lost connection.
+func TestOversizeNamesAreBadInput(t *testing.T) {
+	f := newFixture(t)
+	ctx := testCtx(t, 10*time.Second)
+	long := strings.Repeat("b", 10000)
+	if _, err := acks.Open(ctx, f.js, acks.WithBucket(long)); !errors.Is(err, jsutil.ErrBadInput) || !strings.Contains(err.Error(), "(10000 bytes)") {
+		t.Errorf("Open with a 10 KB bucket name: %v", err)
+	}
+	if _, err := acks.OpenExisting(ctx, f.js, "bad.name"); !errors.Is(err, jsutil.ErrBadInput) {
+		t.Errorf("OpenExisting with a dotted bucket name: %v", err)
+	}
+	if _, err := f.st.Get(ctx, acks.ScopeName(long), acks.KeyFromSequence, "1"); !errors.Is(err, jsutil.ErrBadInput) || !strings.Contains(err.Error(), "ack scope of 10000 bytes") {
+		t.Errorf("Get in a 10 KB scope: %v", err)
+	}
+	if !f.js.Conn().IsConnected() {
+		t.Error("the connection was lost")
+	}
+}
