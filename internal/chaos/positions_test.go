@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
 	"reflect"
 	"testing"
 	"time"
@@ -89,36 +88,6 @@ func (e *env) moveAll(seq uint64) {
 	}
 }
 
-// killClock picks the moments to kill a run. A run's length, timed once,
-// varies with the machine's load, so the clock learns from each try: a run
-// that finished before the kill shortens it, a kill that interrupted no
-// change (it landed before the first) lengthens it.
-type killClock struct {
-	rng  *rand.Rand
-	full time.Duration
-}
-
-// next is a random moment between a quarter of a run and a quarter past it.
-func (k *killClock) next() time.Duration {
-	return k.full/4 + time.Duration(k.rng.Int64N(int64(k.full)))
-}
-
-// observe adjusts the clock after a try.
-func (k *killClock) observe(cmd *exec.Cmd, interrupted int) {
-	switch {
-	case cmd.ProcessState != nil && cmd.ProcessState.Exited():
-		k.full = k.full * 4 / 5
-	case interrupted == 0:
-		k.full = k.full * 5 / 4
-	}
-}
-
-// enough says whether a kill test has run long enough: at least min tries
-// and three interrupted changes, at most 40 tries.
-func enough(f *figures, min int) bool {
-	return f.tries >= 40 || (f.tries >= min && f.interrupted >= 3)
-}
-
 // TestKillJsctlDuringRestore kills jsctl (kill -9) at random moments while
 // `consumer snapshot restore --execute` returns eight consumers with rich
 // configurations to a snapshot: some moved in place, some recreated (their
@@ -143,8 +112,7 @@ func TestKillJsctlDuringRestore(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 3))
 	e.moveAll(30)
-	full := e.timed(restore...)
-	clock := killClock{rng: rng, full: full}
+	kill := newKiller(e, rng, restore...)
 	var f figures
 	paused, deletedByTest := 0, 0
 	for f.tries = 1; ; f.tries++ {
@@ -157,13 +125,7 @@ func TestKillJsctlDuringRestore(t *testing.T) {
 			deleted[names[i]] = true
 			deletedByTest++
 		}
-		cmd := e.command(restore...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(clock.next())
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		cmd := kill.run(f.tries, restore...)
 		present := e.configs(names)
 		for _, n := range names {
 			if _, ok := present[n]; !ok && !deleted[n] {
@@ -172,7 +134,7 @@ func TestKillJsctlDuringRestore(t *testing.T) {
 		}
 		was := f.interrupted
 		paused += e.recoverAndCompare(names, before, deleted, &f)
-		clock.observe(cmd, f.interrupted-was)
+		kill.observe(f.tries, cmd, f.interrupted-was)
 		// A whole restore brings everything back where the snapshot says.
 		if code, out, errs := e.run(restore...); code != 0 {
 			t.Fatalf("try %d: a whole restore exited %d:\n%s\n%s", f.tries, code, out, errs)
@@ -196,9 +158,9 @@ func TestKillJsctlDuringRestore(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("seed %d; a whole restore takes %s", seed, full.Round(time.Millisecond))
-	t.Logf("SUMMARY kill -9 jsctl during snapshot restore: tries %d, consumers deleted beforehand (for the restore to create) %d, changes interrupted %d (consumers jsctl deleted and had not created again %d), lost %d, changed %d, left paused after recover %d",
-		f.tries, deletedByTest, f.interrupted, f.missingBefore, f.lost, f.changed, paused)
+	t.Logf("seed %d; a whole restore takes %s and sends %d change requests", seed, kill.full.Round(time.Millisecond), kill.requests)
+	t.Logf("SUMMARY kill -9 jsctl during snapshot restore: tries %d (killed at a change request %d, at a random moment %d), consumers deleted beforehand (for the restore to create) %d, changes interrupted %d (consumers jsctl deleted and had not created again %d), lost %d, changed %d, left paused after recover %d",
+		f.tries, kill.atRequest, kill.timed, deletedByTest, f.interrupted, f.missingBefore, f.lost, f.changed, paused)
 	if f.interrupted == 0 {
 		t.Errorf("no kill landed in the middle of a change: the test showed nothing")
 	}
@@ -257,34 +219,27 @@ func TestKillJsctlDuringPausedReset(t *testing.T) {
 		return []string{"consumer", "reset", "ORDERS", "--all", "--to-seq", fmt.Sprint(seq), "--pause", "--drain-timeout", "10s", "--execute"}
 	}
 	pullers.restart(names)
-	full := e.timed(args(150)...)
+	kill := newKiller(e, rng, args(150)...)
 	if n := e.pausedCount(names, true); n != 0 {
 		t.Fatalf("a whole run left %d consumers paused", n)
 	}
-	clock := killClock{rng: rng, full: full}
 	var f figures
 	paused, pausedAtKill := 0, 0
 	for f.tries = 1; ; f.tries++ {
 		pullers.restart(names)
-		cmd := e.command(args(1 + rng.IntN(190))...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(clock.next())
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		cmd := kill.run(f.tries, args(1+rng.IntN(190))...)
 		f.missingBefore += len(names) - len(e.configs(names))
 		pausedAtKill += e.pausedCount(names, false)
 		was := f.interrupted
 		paused += e.recoverAndCompare(names, before, nil, &f)
-		clock.observe(cmd, f.interrupted-was)
+		kill.observe(f.tries, cmd, f.interrupted-was)
 		if enough(&f, 12) {
 			break
 		}
 	}
-	t.Logf("seed %d; a whole run takes %s", seed, full.Round(time.Millisecond))
-	t.Logf("SUMMARY kill -9 jsctl during reset --pause (live pullers): tries %d, changes interrupted %d (consumers paused by the killed run %d, missing %d), lost %d, changed %d, left paused after recover %d",
-		f.tries, f.interrupted, pausedAtKill, f.missingBefore, f.lost, f.changed, paused)
+	t.Logf("seed %d; a whole run takes %s and sends %d change requests", seed, kill.full.Round(time.Millisecond), kill.requests)
+	t.Logf("SUMMARY kill -9 jsctl during reset --pause (live pullers): tries %d (killed at a change request %d, at a random moment %d), changes interrupted %d (consumers paused by the killed run %d, missing %d), lost %d, changed %d, left paused after recover %d",
+		f.tries, kill.atRequest, kill.timed, f.interrupted, pausedAtKill, f.missingBefore, f.lost, f.changed, paused)
 	if f.interrupted == 0 {
 		t.Errorf("no kill landed in the middle of a change: the test showed nothing")
 	}

@@ -27,24 +27,20 @@ func TestKillJsctlDuringReset(t *testing.T) {
 			before := e.configs(names)
 			seed := uint64(time.Now().UnixNano())
 			rng := rand.New(rand.NewPCG(seed, 1))
-			// How long a whole run takes: kills land anywhere in it.
-			full := e.timed(resetArgs(method, 150)...)
+			kill := newKiller(e, rng, resetArgs(method, 150)...)
 			var f figures
-			const tries = 30
-			for f.tries = 1; f.tries <= tries; f.tries++ {
-				cmd := e.command(resetArgs(method, 1+rng.IntN(190))...)
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(time.Duration(rng.Int64N(int64(full))))
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
+			for f.tries = 1; ; f.tries++ {
+				cmd := kill.run(f.tries, resetArgs(method, 1+rng.IntN(190))...)
+				was := f.interrupted
 				e.check(names, before, &f)
+				kill.observe(f.tries, cmd, f.interrupted-was)
+				if enough(&f, 30) {
+					break
+				}
 			}
-			f.tries = tries
-			t.Logf("seed %d; a whole run takes %s", seed, full.Round(time.Millisecond))
-			t.Logf("SUMMARY kill -9 jsctl during reset --method %s: tries %d, changes interrupted %d (consumers missing before recover %d), lost %d, changed %d",
-				method, f.tries, f.interrupted, f.missingBefore, f.lost, f.changed)
+			t.Logf("seed %d; a whole run takes %s and sends %d change requests", seed, kill.full.Round(time.Millisecond), kill.requests)
+			t.Logf("SUMMARY kill -9 jsctl during reset --method %s: tries %d (killed at a change request %d, at a random moment %d), changes interrupted %d (consumers missing before recover %d), lost %d, changed %d",
+				method, f.tries, kill.atRequest, kill.timed, f.interrupted, f.missingBefore, f.lost, f.changed)
 			if f.interrupted == 0 {
 				t.Errorf("no kill landed in the middle of a change: the test showed nothing")
 			}
