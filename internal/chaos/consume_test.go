@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/internal/natsproc"
+	"github.com/jsctl/jsctl/internal/testserver"
 	"github.com/jsctl/jsctl/jsutil/acks"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,11 +54,18 @@ func TestConsumeClusterLeaderKills(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
+	if _, err := testserver.CreateStream(ctx, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// The first publish waits until the stream answers on this node.
+	first := nats.NewMsg("orders.eu")
+	first.Header.Set(nats.MsgIdHdr, "key-1")
+	first.Data = []byte("order 1")
+	if _, err := testserver.Publish(ctx, js, first); err != nil {
 		t.Fatal(err)
 	}
 	var futs []jetstream.PubAckFuture
-	for i := 1; i <= n; i++ {
+	for i := 2; i <= n; i++ {
 		m := nats.NewMsg("orders.eu")
 		m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("key-%d", i))
 		m.Data = fmt.Appendf(nil, "order %d", i)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/nats-io/nats.go"
 )
 
@@ -53,21 +54,8 @@ func newKiller(e *env, rng *rand.Rand, args ...string) *killer {
 func (k *killer) run(try int, args ...string) *exec.Cmd {
 	e := k.e
 	e.t.Helper()
-	var kill <-chan time.Time
-	hit := make(chan struct{})
-	if try%2 == 0 {
-		at := int64(1 + k.rng.IntN(k.requests))
-		var n atomic.Int64
-		var once sync.Once
-		stop := e.watchChanges(func() {
-			if n.Add(1) == at {
-				once.Do(func() { close(hit) })
-			}
-		})
-		defer stop()
-	} else {
-		kill = time.After(k.clock.next())
-	}
+	kill, atRequest, stop := k.moment(try)
+	defer stop()
 	cmd := e.command(args...)
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
@@ -78,16 +66,42 @@ func (k *killer) run(try int, args ...string) *exec.Cmd {
 		close(done)
 	}()
 	select {
-	case <-hit:
-		_ = cmd.Process.Kill()
-		k.atRequest++
 	case <-kill:
 		_ = cmd.Process.Kill()
-		k.timed++
+		k.fired(atRequest)
 	case <-done:
 	}
 	<-done
 	return cmd
+}
+
+// moment returns a channel closed at the moment try should kill, whether
+// that moment is a change request (else a time), and a function that stops
+// waiting for it. Call it before the run starts.
+func (k *killer) moment(try int) (kill <-chan struct{}, atRequest bool, stop func()) {
+	fire := make(chan struct{})
+	var once sync.Once
+	if try%2 == 0 {
+		at := int64(1 + k.rng.IntN(k.requests))
+		var n atomic.Int64
+		stop := k.e.watchChanges(func() {
+			if n.Add(1) == at {
+				once.Do(func() { close(fire) })
+			}
+		})
+		return fire, true, stop
+	}
+	t := time.AfterFunc(k.clock.next(), func() { once.Do(func() { close(fire) }) })
+	return fire, false, func() { t.Stop() }
+}
+
+// fired counts a kill made at a moment from moment.
+func (k *killer) fired(atRequest bool) {
+	if atRequest {
+		k.atRequest++
+	} else {
+		k.timed++
+	}
 }
 
 // observe adjusts the clock after a timed try.
@@ -117,17 +131,20 @@ func (e *env) watchChanges(hit func()) (stop func()) {
 }
 
 // changesConsumer says whether an API subject changes a consumer of
-// ORDERS: $JS.API.CONSUMER.{CREATE,DELETE,RESET,PAUSE}.ORDERS... or
-// $JS.API.CONSUMER.DURABLE.CREATE.ORDERS.
+// ORDERS: $JS.API.CONSUMER.{CREATE,DELETE,RESET,PAUSE}.ORDERS.NAME... or
+// $JS.API.CONSUMER.DURABLE.CREATE.ORDERS.NAME, except the temporary
+// consumers a plan counts messages with.
 func changesConsumer(subject string) bool {
 	t := strings.Split(strings.TrimPrefix(subject, "$JS.API.CONSUMER."), ".")
-	switch {
-	case len(t) >= 3 && t[0] == "DURABLE" && t[1] == "CREATE":
-		return t[2] == "ORDERS"
-	case len(t) >= 2 && (t[0] == "CREATE" || t[0] == "DELETE" || t[0] == "RESET" || t[0] == "PAUSE"):
-		return t[1] == "ORDERS"
+	if len(t) >= 4 && t[0] == "DURABLE" && t[1] == "CREATE" {
+		t = t[1:]
 	}
-	return false
+	switch {
+	case len(t) < 3 || t[1] != "ORDERS" || strings.HasPrefix(t[2], reset.TempPrefix):
+		return false
+	default:
+		return t[0] == "CREATE" || t[0] == "DELETE" || t[0] == "RESET" || t[0] == "PAUSE"
+	}
 }
 
 // killClock picks the moments to kill a run. A run's length, timed once,

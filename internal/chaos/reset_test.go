@@ -63,12 +63,18 @@ func TestKillServerDuringReset(t *testing.T) {
 	before := e.configs(names)
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 2))
-	full := e.timed(resetArgs("recreate", 150, "--timeout", "1s")...)
+	// One killer per method: an in-place reset sends fewer requests.
+	killers := map[string]*killer{}
+	for _, m := range []string{"recreate", "auto"} {
+		killers[m] = newKiller(e, rng, resetArgs(m, 150, "--timeout", "1s")...)
+	}
 	var f figures
 	killedDuringRun := 0
 	const tries = 10
 	for f.tries = 1; f.tries <= tries; f.tries++ {
-		method := []string{"recreate", "auto"}[f.tries%2]
+		method := []string{"recreate", "auto"}[f.tries/2%2] // each killed both ways
+		kill := killers[method]
+		moment, atRequest, stop := kill.moment(f.tries)
 		cmd := e.command(resetArgs(method, 1+rng.IntN(190), "--timeout", "1s")...)
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -77,13 +83,14 @@ func TestKillServerDuringReset(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		time.Sleep(time.Duration(rng.Int64N(int64(full))))
 		select {
+		case <-moment:
+			killedDuringRun++
+			kill.fired(atRequest)
 		case err := <-done:
 			done <- err // it ended before the kill
-		default:
-			killedDuringRun++
 		}
+		stop()
 		e.srv.Kill()
 		e.srv.Restart()
 		select {
@@ -101,9 +108,11 @@ func TestKillServerDuringReset(t *testing.T) {
 		e.check(names, before, &f)
 	}
 	f.tries = tries
-	t.Logf("seed %d; a whole run takes %s", seed, full.Round(time.Millisecond))
-	t.Logf("SUMMARY kill -9 nats-server during reset: tries %d, killed while jsctl ran %d, jsctl finished in the same run %d, changes left to recover %d, lost %d, changed %d",
-		f.tries, killedDuringRun, f.finishedInRun, f.interrupted, f.lost, f.changed)
+	kr, ka := killers["recreate"], killers["auto"]
+	t.Logf("seed %d; a whole run takes %s (recreate) and %s (auto) and sends %d and %d change requests", seed,
+		kr.full.Round(time.Millisecond), ka.full.Round(time.Millisecond), kr.requests, ka.requests)
+	t.Logf("SUMMARY kill -9 nats-server during reset: tries %d, killed while jsctl ran %d (at a change request %d, at a random moment %d), jsctl finished in the same run %d, changes left to recover %d, lost %d, changed %d",
+		f.tries, killedDuringRun, kr.atRequest+ka.atRequest, kr.timed+ka.timed, f.finishedInRun, f.interrupted, f.lost, f.changed)
 	if killedDuringRun == 0 {
 		t.Errorf("no kill landed while jsctl ran: the test showed nothing")
 	}

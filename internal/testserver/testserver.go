@@ -264,22 +264,26 @@ func Publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg) (*jetstre
 	}
 }
 
-// CreateStream creates a stream, sending the request again while the
-// server does not answer it (each attempt bounded by 15s) or answers that
-// JetStream is not available yet: on a loaded machine a cluster's meta
-// leader can change under a create, whose reply is then lost. Creating
-// the same stream again is harmless.
+// CreateStream creates a stream, sending the request again (until ctx
+// ends) while the server does not answer it (each attempt bounded by 15s),
+// answers that JetStream is not available yet, or finds no peers to place
+// it on: on a loaded machine a cluster's meta leader can change under a
+// create, whose reply is then lost, and a new meta leader places nothing
+// until it has heard from every peer. Creating the same stream again is
+// harmless.
 func CreateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	const noPeers = 10005 // JSClusterNoPeersErrF
 	for {
 		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		s, err := js.CreateStream(actx, cfg)
 		cancel()
 		var apiErr *jetstream.APIError
 		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-			(errors.As(err, &apiErr) && apiErr.Code == 503)
+			(errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.ErrorCode == noPeers))
 		if err == nil || !lost || ctx.Err() != nil {
 			return s, err
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
