@@ -36,7 +36,7 @@ func (c *CompleteCmd) Run(ctx context.Context, env *Env, kctx *kong.Context) err
 		return nil
 	}
 	shell, rest := c.Args[0], c.Args[1:]
-	comp := &completer{app: kctx.Model, env: env, ctx: ctx}
+	comp := &completer{app: kctx.Model, env: env, ctx: ctx, budget: completeBudget(os.Getenv(completeBudgetEnv))}
 	defer comp.close()
 	switch shell {
 	case "bash":

@@ -293,6 +293,31 @@ func TestCompleteSilentServer(t *testing.T) {
 	if len(got) != 0 {
 		t.Errorf("got %q from a silent server", values(got))
 	}
+	// JSCTL_COMPLETE_TIMEOUT's budget bounds it the same way.
+	c, env = fakeCompleter(t)
+	c.budget = 300 * time.Millisecond
+	env.Globals.Server = "nats://" + ln.Addr().String()
+	env.Globals.Timeout = time.Minute
+	start = time.Now()
+	if got, _ := c.complete([]string{"seek"}, ""); len(got) != 0 {
+		t.Errorf("got %q from a silent server", values(got))
+	}
+	if el := time.Since(start); el < c.budget || el > c.budget+time.Second {
+		t.Errorf("completion took %v with a silent server, budget %v", el, c.budget)
+	}
+}
+
+// TestCompleteBudget reads JSCTL_COMPLETE_TIMEOUT: a duration above zero,
+// else the default.
+func TestCompleteBudget(t *testing.T) {
+	for v, want := range map[string]time.Duration{
+		"": completeServerBudget, "3s": 3 * time.Second, " 250ms ": 250 * time.Millisecond,
+		"0": completeServerBudget, "-1s": completeServerBudget, "soon": completeServerBudget, "5": completeServerBudget,
+	} {
+		if got := completeBudget(v); got != want {
+			t.Errorf("completeBudget(%q) = %v, want %v", v, got, want)
+		}
+	}
 }
 
 func TestCompleteContexts(t *testing.T) {

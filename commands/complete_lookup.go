@@ -11,7 +11,7 @@ import (
 )
 
 // This file holds the completion lookups: time keywords, and the names that
-// are asked from the server within completeServerBudget.
+// are asked from the server within the completer's server budget.
 
 // timeCandidates are the keywords and common forms of a time argument.
 func (c *completer) timeCandidates() []candidate {
@@ -41,12 +41,12 @@ func (c *completer) connect() *jsutil.Client {
 		return c.client
 	}
 	c.tried = true
-	c.serverCx, c.cancel = context.WithTimeout(c.ctx, completeServerBudget)
+	c.serverCx, c.cancel = context.WithTimeout(c.ctx, c.serverBudget())
 	if c.env.Globals.Embedded != "" {
 		return nil
 	}
 	opts := c.env.ConnectOptions()
-	opts.Timeout = completeServerBudget
+	opts.Timeout = c.serverBudget()
 	opts.Name = "jsctl-completion"
 	cl, err := jsutil.Connect(c.serverCx, opts)
 	if err != nil {
@@ -88,7 +88,7 @@ func (c *completer) snapshots() []string {
 	if cl == nil {
 		return nil
 	}
-	names, _ := positions.Names(c.serverCx, cl.JS, positions.Options{Timeout: completeServerBudget})
+	names, _ := positions.Names(c.serverCx, cl.JS, positions.Options{Timeout: c.serverBudget()})
 	return names
 }
 
@@ -99,7 +99,7 @@ func (c *completer) snapshotConsumers(name string) []string {
 	if cl == nil {
 		return nil
 	}
-	snap, err := positions.Get(c.serverCx, cl.JS, name, positions.Options{Timeout: completeServerBudget})
+	snap, err := positions.Get(c.serverCx, cl.JS, name, positions.Options{Timeout: c.serverBudget()})
 	if err != nil {
 		return nil
 	}

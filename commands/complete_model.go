@@ -12,8 +12,22 @@ import (
 
 // completeServerBudget bounds everything a completion asks the server
 // (connect and list), independent of --timeout: a shell must never wait
-// long for a hint.
-const completeServerBudget = 800 * time.Millisecond
+// long for a hint. completeBudgetEnv changes it, for a slow link.
+const (
+	completeServerBudget = 800 * time.Millisecond
+	completeBudgetEnv    = "JSCTL_COMPLETE_TIMEOUT"
+)
+
+// completeBudget reads the value of completeBudgetEnv: a Go duration above
+// zero; anything else (unset, unreadable) is the default. Completion never
+// fails, so a bad value is not an error.
+func completeBudget(v string) time.Duration {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return completeServerBudget
+	}
+	return d
+}
 
 // defaultAcksBucket is the ack-record bucket whose scopes --scope offers
 // when no --bucket is on the line.
@@ -255,6 +269,16 @@ type completer struct {
 	client   *jsutil.Client
 	tried    bool
 	serverCx context.Context
+	// budget bounds the server lookups (completeServerBudget when zero).
+	budget time.Duration
+}
+
+// serverBudget is how long the server lookups may take in all.
+func (c *completer) serverBudget() time.Duration {
+	if c.budget > 0 {
+		return c.budget
+	}
+	return completeServerBudget
 }
 
 // close releases the connection, if one was opened.

@@ -31,9 +31,9 @@ import (
 // most commands need no tag at all.
 //
 // Server lookups use the connection flags on the line (or NATS_URL,
-// NATS_CONTEXT, ...) with their own budget of completeServerBudget,
-// independent of --timeout, and offer nothing when no server answers in
-// time. With --embedded (or JSCTL_EMBEDDED) nothing is looked up: starting
+// NATS_CONTEXT, ...) with their own budget of completeServerBudget (or
+// JSCTL_COMPLETE_TIMEOUT), independent of --timeout, and offer nothing
+// when no server answers in time. With --embedded (or JSCTL_EMBEDDED) nothing is looked up: starting
 // a server over a store that another process may be using is neither cheap
 // nor safe at every <Tab>.
 //

@@ -49,7 +49,8 @@ func runShell(t *testing.T, shell string, env []string, args ...string) string {
 	cmd := exec.CommandContext(ctx, requireShell(t, shell), args...)
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
-		"XDG_DATA_HOME=" + filepath.Join(home, ".data"), "TERM=dumb", "JSCTL_TZ=UTC",
+		"XDG_DATA_HOME=" + filepath.Join(home, ".data"), "TERM=dumb", "JSCTL_TZ=UTC", "JSCTL_COMPLETE_TIMEOUT=20s",
+		"GORACE=" + os.Getenv("GORACE"),
 		"NATS_URL=nats://127.0.0.1:1",
 	}, env...)
 	cmd.Dir = home

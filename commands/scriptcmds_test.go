@@ -86,6 +86,10 @@ func setupScript(env *testscript.Env) error {
 	env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 	env.Setenv("JSCTL_TZ", "UTC")
 	env.Setenv("NATS_TIMEOUT", "5s")
+	env.Setenv("GORACE", os.Getenv("GORACE")) // set by TestMain
+	// Completion's default budget (0.8s for connect and lookups) is for a
+	// person at a shell; a -race process on a loaded machine needs more.
+	env.Setenv("JSCTL_COMPLETE_TIMEOUT", "20s")
 	for _, k := range []string{"NATS_CONTEXT", "NATS_CREDS", "NATS_NKEY", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CERT", "NATS_KEY", "NATS_CA", "NATS_JS_DOMAIN", "JSCTL_EMBEDDED"} {
 		env.Setenv(k, "")
 	}
