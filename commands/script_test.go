@@ -18,6 +18,11 @@ var update = flag.Bool("update", false, "rewrite the golden sections of testdata
 func TestMain(m *testing.M) {
 	if strings.HasSuffix(filepath.Base(os.Args[0]), ".test") { // not when run as jsctl or nats-server
 		reportMissingShells()
+		// Built with -race, a process sleeps a second before it exits
+		// with 0 (GORACE atexit_sleep_ms): over the hundreds of jsctl
+		// processes the tests start, that is minutes of nothing. Races
+		// are still reported, as they happen.
+		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	}
 	testscript.Main(m, map[string]func(){
 		"jsctl":       func() { os.Exit(commands.Main(os.Args[1:])) },
