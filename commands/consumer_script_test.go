@@ -2,6 +2,7 @@ package commands_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -110,10 +111,13 @@ func cmdConsumerAdd(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 }
 
-// cmdConsumerFetch fetches up to N messages from a pull consumer as a plain
-// JetStream client would, acknowledging each, and sets $FETCHED to their
-// stream sequences (space separated). With --want it fails unless they are
-// exactly SEQS (comma separated; "none" for no messages):
+// cmdConsumerFetch takes up to N of the messages a pull consumer has for a
+// client, as a plain JetStream client would, acknowledging each, and sets
+// $FETCHED to their stream sequences (space separated). It waits for the
+// first message (at most 5s, as a delivery can take a moment on a loaded
+// machine; 0.5s with --want none), then takes what is there without
+// waiting. With --want it fails unless they are exactly SEQS (comma
+// separated; "none" for no messages):
 //
 //	consumer-fetch STREAM NAME N [--want SEQS] [--no-ack]
 func cmdConsumerFetch(ts *testscript.TestScript, neg bool, args []string) {
@@ -123,29 +127,51 @@ func cmdConsumerFetch(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	n, err := strconv.Atoi(pos[2])
 	ts.Check(err)
+	want, wanted := "", false
+	if w, ok := opts["want"]; ok {
+		want, wanted = strings.ReplaceAll(w[0], ",", " "), true
+		if want == "none" {
+			want = ""
+		}
+	}
 	_, js := scriptJS(ts)
 	ctx, cancel := scriptCtx()
 	defer cancel()
 	cons, err := js.Consumer(ctx, pos[0], pos[1])
 	ts.Check(err)
-	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(500*time.Millisecond))
-	ts.Check(err)
+	wait := 5 * time.Second
+	if wanted && want == "" {
+		wait = 500 * time.Millisecond
+	}
+	deadline := time.Now().Add(wait)
 	var got []string
 	_, noAck := opts["no-ack"]
-	for m := range batch.Messages() {
-		md, err := m.Metadata()
+	for len(got) < n {
+		batch, err := cons.FetchNoWait(n - len(got))
 		ts.Check(err)
-		got = append(got, strconv.FormatUint(md.Sequence.Stream, 10))
-		if !noAck {
-			ts.Check(m.DoubleAck(ctx))
+		took := 0
+		for m := range batch.Messages() {
+			took++
+			md, err := m.Metadata()
+			ts.Check(err)
+			got = append(got, strconv.FormatUint(md.Sequence.Stream, 10))
+			if !noAck {
+				ts.Check(m.DoubleAck(ctx))
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			ts.Fatalf("consumer-fetch %s: %v", pos[1], err)
+		}
+		if took == 0 {
+			if len(got) > 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	ts.Setenv("FETCHED", strings.Join(got, " "))
-	if want, ok := opts["want"]; ok {
-		w := strings.ReplaceAll(want[0], ",", " ")
-		if w == "none" {
-			w = ""
-		}
+	if wanted {
+		w := want
 		if strings.Join(got, " ") != w {
 			ts.Fatalf("consumer-fetch %s: got sequences [%s], want [%s]", pos[1], strings.Join(got, " "), w)
 		}

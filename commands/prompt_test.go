@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -139,6 +140,13 @@ func (p *ptyProc) output() string {
 func (p *ptyProc) waitFor(s string) {
 	p.t.Helper()
 	testserver.WaitFor(p.t, 30*time.Second, "the terminal to show "+s, func() bool { return strings.Contains(p.output(), s) })
+}
+
+// waitForMatch waits until the terminal has shown text matching re.
+func (p *ptyProc) waitForMatch(re string) {
+	p.t.Helper()
+	rx := regexp.MustCompile(re)
+	testserver.WaitFor(p.t, 30*time.Second, "the terminal to show "+re, func() bool { return rx.MatchString(p.output()) })
 }
 
 func (p *ptyProc) send(s string) {

@@ -78,7 +78,8 @@ func TestServerRestartMidRun(t *testing.T) {
 	cons := addConsumer(t, js, "ORDERS", "c", 2*time.Second)
 	tl := newTally()
 	h := tl.handler(func(acks.Delivery) error { time.Sleep(5 * time.Millisecond); return nil })
-	stop := runConsume(t, st, cons, h, acks.WithWorkers(4), acks.WithLease(5*time.Second), acks.WithBusyDelay(200*time.Millisecond))
+	// The lease outlives the restart and the reconnect on a loaded machine.
+	stop := runConsume(t, st, cons, h, acks.WithWorkers(4), acks.WithLease(10*time.Second), acks.WithBusyDelay(200*time.Millisecond))
 	testserver.WaitFor(t, 30*time.Second, "a quarter handled", func() bool { return len(tl.snapshot()) >= n/4 })
 	mu.Lock()
 	s.Shutdown()

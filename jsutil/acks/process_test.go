@@ -120,9 +120,12 @@ func TestLeaseRenewalAndExpiry(t *testing.T) {
 	b := addConsumer(t, f.js, "ORDERS", "b", 30*time.Second, only("orders.1"))
 	c := addConsumer(t, f.js, "ORDERS", "c", 30*time.Second, only("orders.2"))
 	scope := acks.WithScope("ORDERS.shared")
-	lease := acks.WithLease(time.Second)
+	// A 3s lease is renewed every 0.5s and counts as lost once its last
+	// stored write is 2.75s old: on a loaded machine a renewal may be over
+	// 2s late (with a 1s lease, 0.25s was too little).
+	lease := acks.WithLease(3 * time.Second)
 
-	// Live worker: its handler runs three leases long.
+	// Live worker: its handler runs more than two leases long.
 	release := make(chan struct{})
 	started := make(chan uint64, 1)
 	done := make(chan acks.Result, 1)
@@ -140,7 +143,7 @@ func TestLeaseRenewalAndExpiry(t *testing.T) {
 	}()
 	fence := <-started
 	mb := next(t, b)
-	deadline := time.Now().Add(3500 * time.Millisecond)
+	deadline := time.Now().Add(7 * time.Second)
 	for time.Now().Before(deadline) { // spans several leases: renewals keep the claim
 		r, err := f.st.Process(ctx, mb, func(context.Context, acks.Delivery) error { t.Error("ran a claimed message"); return nil }, scope, lease, acks.WithBusyDelay(50*time.Millisecond))
 		if err != nil || r.Action != acks.Busy {

@@ -220,13 +220,14 @@ func TestLeaseRenewalThroughDomain(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := st.Process(ctx, m, func(ctx context.Context, d acks.Delivery) error {
-		// Outlive two renewals (every third of the 1s lease).
-		testserver.WaitFor(t, 5*time.Second, "two renewals", func() bool {
+		// Outlive two renewals (every 0.5s; with a 2s lease one may be
+		// 1s late before the claim counts as lost).
+		testserver.WaitFor(t, 10*time.Second, "two renewals", func() bool {
 			rec, err := st.Get(ctx, d.Scope, d.KeyFrom, d.Key)
 			return err == nil && rec.Revision >= d.Fence+2
 		})
 		return ctx.Err()
-	}, acks.WithLease(time.Second))
+	}, acks.WithLease(2*time.Second))
 	if err != nil || r.Action != acks.Processed {
 		t.Fatalf("%+v %v", r, err)
 	}

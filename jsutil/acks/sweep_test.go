@@ -169,6 +169,16 @@ func TestLeftoverWatchOutlivingTheRecords(t *testing.T) {
 				_, err := st.Get(ctx, "ORDERS.c", acks.KeyFromSequence, "1")
 				return errors.Is(err, jsutil.ErrNotFound)
 			})
+			// The watch was written after the done record: it is older
+			// than the retention only a moment later (longer on a loaded
+			// machine).
+			testserver.WaitFor(t, 30*time.Second, "the watch to be older than the retention", func() bool {
+				e, err := st.KV().Get(ctx, watch)
+				if err != nil {
+					t.Fatalf("watch: %v", err)
+				}
+				return time.Since(e.Created()) > 2*time.Second
+			})
 			sw, err := st.SweepDeadLetters(ctx, "ORDERS.c", 10*time.Second)
 			if err != nil {
 				t.Fatal(err)

@@ -257,13 +257,15 @@ func TestGivenUpMessageIsNeverCoveredByTheFloor(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	publish(t, f.js, "orders", 1, 3)
 	cons := addConsumer(t, f.js, "ORDERS", "c", 30*time.Second, func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 2 })
-	// Another worker's claim on message 2, with a lease of its own.
-	claim, _ := json.Marshal(map[string]any{"s": "claim", "q": 2, "w": "other:1", "x": time.Now().Add(3 * time.Second).UnixNano()})
-	if _, err := f.st.KV().Create(ctx, "r.ORDERS.c.s2", claim, jetstream.KeyTTL(3*time.Second)); err != nil {
+	// Another worker's claim on message 2, with a lease of its own that
+	// outlives both deliveries (however slowly the run starts) and runs
+	// out well within the run's idle time.
+	claim, _ := json.Marshal(map[string]any{"s": "claim", "q": 2, "w": "other:1", "x": time.Now().Add(5 * time.Second).UnixNano()})
+	if _, err := f.st.KV().Create(ctx, "r.ORDERS.c.s2", claim, jetstream.KeyTTL(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tl := newTally()
-	sum, err := f.st.Consume(ctx, cons, tl.handler(nil), acks.WithLease(2*time.Second), acks.WithBusyDelay(100*time.Millisecond), acks.WithIdle(8*time.Second))
+	sum, err := f.st.Consume(ctx, cons, tl.handler(nil), acks.WithLease(2*time.Second), acks.WithBusyDelay(100*time.Millisecond), acks.WithIdle(12*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestPauseStopsDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := c.Fetch(2, jetstream.FetchMaxWait(2*time.Second))
+	batch, err := c.Fetch(2, jetstream.FetchMaxWait(5*time.Second)) // long enough to be seen waiting on a slow machine
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,10 +75,7 @@ func TestClusterR3(t *testing.T) {
 		t.Fatalf("after recreate: %v", got)
 	}
 	sameConfig(t, before, configWithoutStart(t, js, "ORDERS", "billing"))
-	ci := info(t, js, "ORDERS", "billing")
-	if ci.Cluster == nil || len(ci.Cluster.Replicas) != 2 {
-		t.Fatalf("recreated consumer is not R3: %+v", ci.Cluster)
-	}
+	waitLeaderOf(t, js, "ORDERS", "billing") // the recreated consumer has a leader and two replicas
 
 	// By recreate again, the stream leader stepping down between the
 	// delete and the create.
@@ -120,7 +117,7 @@ func TestClusterR3(t *testing.T) {
 func waitLeaderOf(t testing.TB, js jetstream.JetStream, stream, name string) string {
 	t.Helper()
 	var leader string
-	testserver.WaitFor(t, 10*time.Second, fmt.Sprintf("a leader of consumer %q", name), func() bool {
+	testserver.WaitFor(t, 30*time.Second, fmt.Sprintf("a leader of consumer %q with two replicas", name), func() bool {
 		st, err := loadConsumer(testCtx(t), js, stream, name)
 		if err != nil || st.info.Cluster == nil {
 			return false
@@ -169,7 +166,8 @@ func TestClusterR3Pause(t *testing.T) {
 				t.Fatalf("%s: the client's next message %d, want %d", method, got, target)
 			}
 		}
-		if i := info(t, js, "ORDERS", "live"); i.Paused || i.Cluster == nil || len(i.Cluster.Replicas) != 2 {
+		waitLeaderOf(t, js, "ORDERS", "live") // a leader and two replicas
+		if i := info(t, js, "ORDERS", "live"); i.Paused {
 			t.Fatalf("%s: paused %v, cluster %+v", method, i.Paused, i.Cluster)
 		}
 		sameConfig(t, before, configWithoutStart(t, js, "ORDERS", "live"))

@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -85,25 +86,43 @@ func fetchNoAck(t testing.TB, js jetstream.JetStream, stream, name string, n int
 	return fetchSeqs(t, js, stream, name, n, false)
 }
 
+// fetchSeqs takes up to n of the messages the consumer has for a client
+// now. It waits (at most 5s) for the first: right after a leader change or
+// a recreate a delivery can take a moment on a loaded machine. Then it
+// takes what is there without waiting.
 func fetchSeqs(t testing.TB, js jetstream.JetStream, stream, name string, n int, ack bool) []uint64 {
 	t.Helper()
 	cons, err := js.Consumer(testCtx(t), stream, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := cons.Fetch(n, jetstream.FetchMaxWait(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	deadline := time.Now().Add(5 * time.Second)
 	var seqs []uint64
-	for m := range b.Messages() {
-		md, _ := m.Metadata()
-		seqs = append(seqs, md.Sequence.Stream)
-		if !ack {
-			continue
-		}
-		if err := m.DoubleAck(testCtx(t)); err != nil {
+	for len(seqs) < n {
+		b, err := cons.FetchNoWait(n - len(seqs))
+		if err != nil {
 			t.Fatal(err)
+		}
+		got := 0
+		for m := range b.Messages() {
+			got++
+			md, _ := m.Metadata()
+			seqs = append(seqs, md.Sequence.Stream)
+			if !ack {
+				continue
+			}
+			if err := m.DoubleAck(testCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			t.Fatal(err)
+		}
+		if got == 0 {
+			if len(seqs) > 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	return seqs
