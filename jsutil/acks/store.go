@@ -82,11 +82,17 @@ func WithStorage(st jetstream.StorageType) Option { return func(c *openConfig) {
 // host:pid).
 func WithWorker(name string) Option { return func(c *openConfig) { c.worker = name } }
 
+// openTimeout bounds each request of Open; one left unanswered is sent
+// again for up to jsutil.DefaultSettle (or until ctx ends).
+const openTimeout = 5 * time.Second
+
 // Open opens the ack-record bucket, creating it on first use with history
 // 1, limit markers (which enable per-record TTLs) and no max age: every
 // record carries its own TTL (a claim its lease, done and failed records the
 // retention; floors never expire). An existing bucket with incompatible
-// settings is refused (nothing in it is changed).
+// settings is refused (nothing in it is changed). A request left
+// unanswered is sent again for up to 30s, or until ctx ends (see
+// jsutil.OpenKV).
 func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, error) {
 	c := openConfig{bucket: DefaultBucket, retention: DefaultRetention, markerTTL: DefaultMarkerTTL, replicas: 1, storage: jetstream.FileStorage}
 	for _, o := range opts {
@@ -104,20 +110,14 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 	if c.replicas < 1 || c.replicas > 5 {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "ack bucket %q: replicas %d: want 1 to 5", c.bucket, c.replicas)
 	}
-	kv, err := js.KeyValue(ctx, c.bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:         c.bucket,
-			Description:    "jsctl ack records (idempotent processing)",
-			History:        1,
-			LimitMarkerTTL: c.markerTTL,
-			Replicas:       c.replicas,
-			Storage:        c.storage,
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, c.bucket) // created by someone else meanwhile
-		}
-	}
+	kv, err := jsutil.OpenKV(ctx, js, jetstream.KeyValueConfig{
+		Bucket:         c.bucket,
+		Description:    "jsctl ack records (idempotent processing)",
+		History:        1,
+		LimitMarkerTTL: c.markerTTL,
+		Replicas:       c.replicas,
+		Storage:        c.storage,
+	}, true, openTimeout, jsutil.DefaultSettle)
 	if err != nil {
 		return nil, openErr(err, c.bucket)
 	}

@@ -44,24 +44,18 @@ func store(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Opt
 }
 
 // openBucket opens the snapshot bucket; with replicas > 0 it creates a
-// missing one, else a missing bucket is jetstream.ErrBucketNotFound.
+// missing one, else a missing bucket is jetstream.ErrBucketNotFound. An
+// unanswered request is sent again for up to jsutil.DefaultSettle, or
+// until ctx ends (see jsutil.OpenKV).
 func openBucket(ctx context.Context, js jetstream.JetStream, opts Options, replicas int) (jetstream.KeyValue, error) {
-	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
 	bucket := opts.SnapshotBucket
-	kv, err := js.KeyValue(rctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) && replicas > 0 {
-		kv, err = js.CreateKeyValue(rctx, jetstream.KeyValueConfig{
-			Bucket:      bucket,
-			Description: "jsctl consumer position snapshots",
-			History:     1,
-			Replicas:    replicas,
-			Storage:     jetstream.FileStorage,
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(rctx, bucket)
-		}
-	}
+	kv, err := jsutil.OpenKV(ctx, js, jetstream.KeyValueConfig{
+		Bucket:      bucket,
+		Description: "jsctl consumer position snapshots",
+		History:     1,
+		Replicas:    replicas,
+		Storage:     jetstream.FileStorage,
+	}, replicas > 0, opts.Timeout, jsutil.DefaultSettle)
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, jsutil.Wrap(err, "open snapshot bucket %q", bucket)
 	}

@@ -138,18 +138,12 @@ func (p *planner) historyKV(ctx context.Context) (jetstream.KeyValue, error) {
 		return p.history, nil
 	}
 	bucket := p.opts.HistoryBucket
-	kv, err := p.js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = p.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      bucket,
-			Description: "jsctl consumer reset history",
-			History:     HistoryDepth,
-			Replicas:    max(p.info.Config.Replicas, 1),
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = p.js.KeyValue(ctx, bucket)
-		}
-	}
+	kv, err := jsutil.OpenKV(ctx, p.js, jetstream.KeyValueConfig{
+		Bucket:      bucket,
+		Description: "jsctl consumer reset history",
+		History:     HistoryDepth,
+		Replicas:    max(p.info.Config.Replicas, 1),
+	}, true, orRequestTimeout(p.opts.Timeout), p.opts.Settle)
 	if err != nil {
 		return nil, jsutil.Wrap(err, "open reset history bucket %q", bucket)
 	}

@@ -175,10 +175,7 @@ type intents struct {
 
 // ctx bounds one request.
 func (s *intents) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if s.timeout <= 0 {
-		return context.WithTimeout(ctx, requestTimeout)
-	}
-	return context.WithTimeout(ctx, s.timeout)
+	return context.WithTimeout(ctx, orRequestTimeout(s.timeout))
 }
 
 func (s *intents) open(ctx context.Context, create bool) (jetstream.KeyValue, error) {
@@ -187,22 +184,12 @@ func (s *intents) open(ctx context.Context, create bool) (jetstream.KeyValue, er
 	if s.kv != nil {
 		return s.kv, nil
 	}
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	kv, err := s.js.KeyValue(ctx, s.bucket)
-	err = jsutil.RequestError(s.js.Conn(), apiPrefix(s.js)+"STREAM.INFO.KV_"+s.bucket, err)
-	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
-		kv, err = s.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      s.bucket,
-			Description: "jsctl consumer changes in progress (consumer recover finishes them)",
-			History:     1,
-			Replicas:    max(s.replicas, 1),
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = s.js.KeyValue(ctx, s.bucket)
-		}
-		err = jsutil.RequestError(s.js.Conn(), apiPrefix(s.js)+"STREAM.CREATE.KV_"+s.bucket, err)
-	}
+	kv, err := jsutil.OpenKV(ctx, s.js, jetstream.KeyValueConfig{
+		Bucket:      s.bucket,
+		Description: "jsctl consumer changes in progress (consumer recover finishes them)",
+		History:     1,
+		Replicas:    max(s.replicas, 1),
+	}, create, orRequestTimeout(s.timeout), s.settle)
 	if err != nil {
 		return nil, err
 	}

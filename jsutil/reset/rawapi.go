@@ -54,6 +54,14 @@ func apiPrefix(js jetstream.JetStream) string {
 // requestTimeout bounds each raw API request (less when ctx says so).
 const requestTimeout = 5 * time.Second
 
+// orRequestTimeout is d, or requestTimeout when d is not set.
+func orRequestTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return requestTimeout
+	}
+	return d
+}
+
 // request sends one JetStream API request and returns the reply payload, or
 // the API error as a *jetstream.APIError (so jsutil.Wrap can class it).
 //

@@ -1,0 +1,74 @@
+package jsutil
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultSettle is how long OpenKV keeps sending a request that goes
+// unanswered, unless its caller says otherwise.
+const DefaultSettle = 30 * time.Second
+
+// OpenKV opens the KV bucket cfg.Bucket and, with create, creates it from
+// cfg when it does not exist (a bucket someone else created meanwhile is
+// opened). Each request waits at most timeout. A request left unanswered
+// (its reply lost, a server restarting, a cluster without a meta leader for
+// now) is sent again until settle has passed or ctx ends: on a loaded
+// cluster the first create of a replicated bucket can outlast one request
+// timeout, and creating a bucket that exists with the same configuration
+// is harmless. A request the server's permissions refuse is not sent
+// again; its error is classed ErrPermission (see RequestError). Without
+// create, a missing bucket is jetstream.ErrBucketNotFound.
+func OpenKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, create bool, timeout, settle time.Duration) (jetstream.KeyValue, error) {
+	deadline := time.Now().Add(settle)
+	for {
+		kv, err := openKV(ctx, js, cfg, create, timeout)
+		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return kv, err
+		}
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+// openKV is one attempt of OpenKV.
+func openKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, create bool, timeout time.Duration) (jetstream.KeyValue, error) {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	info := APIPrefix(js.Options()) + "STREAM.INFO.KV_" + cfg.Bucket
+	kv, err := js.KeyValue(rctx, cfg.Bucket)
+	err = RequestError(js.Conn(), info, err)
+	if !create || !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return kv, err
+	}
+	kv, err = js.CreateKeyValue(rctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(rctx, cfg.Bucket)
+		return kv, RequestError(js.Conn(), info, err)
+	}
+	return kv, RequestError(js.Conn(), APIPrefix(js.Options())+"STREAM.CREATE.KV_"+cfg.Bucket, err)
+}
+
+// unanswered says whether err is a request that got no answer that decides
+// anything, so that sending it again may: a timeout, a connection that is
+// reconnecting, JetStream temporarily unavailable (503). A server without
+// JetStream and a refusal decide.
+func unanswered(err error) bool {
+	if errors.Is(err, ErrPermission) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return false
+	}
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		(errors.As(err, &apiErr) && apiErr.Code == 503)
+}

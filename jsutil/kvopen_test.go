@@ -1,0 +1,114 @@
+package jsutil_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestOpenKV: a missing bucket is created with create and not found
+// without; an existing one is opened as it is.
+func TestOpenKV(t *testing.T) {
+	js := testserver.JetStream(t)
+	ctx := testserver.Context(t, 30*time.Second)
+	cfg := jetstream.KeyValueConfig{Bucket: "B", History: 3}
+	if _, err := jsutil.OpenKV(ctx, js, cfg, false, time.Second, time.Second); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("missing bucket without create: %v", err)
+	}
+	kv, err := jsutil.OpenKV(ctx, js, cfg, true, time.Second, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	kv, err = jsutil.OpenKV(ctx, js, jetstream.KeyValueConfig{Bucket: "B", History: 1}, true, time.Second, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil || st.History() != 3 || st.Values() != 1 {
+		t.Fatalf("existing bucket: %+v %v, want it as it was (history 3, 1 value)", st, err)
+	}
+}
+
+// TestOpenKVServerRestart: a bucket create sent while the server is down
+// is sent again once it is back, within settle.
+func TestOpenKVServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := testserver.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := s.Addr().(*net.TCPAddr).Port
+	nc, err := nats.Connect(s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	ctx := testserver.Context(t, time.Minute)
+	done := make(chan error, 1)
+	go func() {
+		_, err := jsutil.OpenKV(ctx, js, jetstream.KeyValueConfig{Bucket: "B"}, true, 500*time.Millisecond, 30*time.Second)
+		done <- err
+	}()
+	// The server stays down for three request timeouts: the first
+	// attempts go unanswered. (The wait is the outage, not a
+	// synchronisation.)
+	testserver.WaitFor(t, 10*time.Second, "the client to notice the server is gone", func() bool { return !nc.IsConnected() })
+	time.Sleep(1500 * time.Millisecond)
+	s, err = testserver.New(dir, func(o *server.Options) { o.Port = port })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("open after the restart: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("OpenKV did not return")
+	}
+}
+
+// TestOpenKVDenied: a refused request is reported as a permission denial
+// after one request timeout, not sent again until settle runs out.
+func TestOpenKVDenied(t *testing.T) {
+	s := startAuth(t, testserver.Auth{User: "u", Password: "pw", Deny: []string{"$JS.API.STREAM.INFO.KV_B"}})
+	nc, err := nats.Connect(s.URL, nats.UserInfo("u", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 500 * time.Millisecond
+	start := time.Now()
+	_, err = jsutil.OpenKV(context.Background(), js, jetstream.KeyValueConfig{Bucket: "B"}, true, timeout, time.Minute)
+	if !errors.Is(err, jsutil.ErrPermission) || err.Error() != `permission denied (publish to "$JS.API.STREAM.INFO.KV_B")` {
+		t.Fatalf("got %v, want a permission denial naming the subject", err)
+	}
+	if took := time.Since(start); took >= 2*timeout {
+		t.Fatalf("took %v with a request timeout of %v: the refused request was sent again", took, timeout)
+	}
+}
