@@ -49,15 +49,7 @@ func TestOpenKVServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := s.Addr().(*net.TCPAddr).Port
-	nc, err := nats.Connect(s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := connectJS(t, s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 	s.Shutdown()
 	s.WaitForShutdown()
 	ctx := testserver.Context(t, time.Minute)
@@ -93,22 +85,29 @@ func TestOpenKVServerRestart(t *testing.T) {
 // after one request timeout, not sent again until settle runs out.
 func TestOpenKVDenied(t *testing.T) {
 	s := startAuth(t, testserver.Auth{User: "u", Password: "pw", Deny: []string{"$JS.API.STREAM.INFO.KV_B"}})
-	nc, err := nats.Connect(s.URL, nats.UserInfo("u", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := connectJS(t, s.URL, nats.UserInfo("u", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	const timeout = 500 * time.Millisecond
 	start := time.Now()
-	_, err = jsutil.OpenKV(context.Background(), js, jetstream.KeyValueConfig{Bucket: "B"}, true, timeout, time.Minute)
+	_, err := jsutil.OpenKV(context.Background(), js, jetstream.KeyValueConfig{Bucket: "B"}, true, timeout, time.Minute)
 	if !errors.Is(err, jsutil.ErrPermission) || err.Error() != `permission denied (publish to "$JS.API.STREAM.INFO.KV_B")` {
 		t.Fatalf("got %v, want a permission denial naming the subject", err)
 	}
 	if took := time.Since(start); took >= 2*timeout {
 		t.Fatalf("took %v with a request timeout of %v: the refused request was sent again", took, timeout)
 	}
+}
+
+// connectJS connects to url (closed when the test ends) and opens JetStream.
+func connectJS(t *testing.T, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
 }
