@@ -52,7 +52,9 @@ func TestConsumeClusterLeaderKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// ctx bounds the set-up and the last reads, not the run: on a loaded
+	// machine the whole test may take over 10 minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	t.Cleanup(cancel)
 	if _, err := testserver.CreateStream(ctx, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
 		t.Fatal(err)
@@ -122,14 +124,21 @@ func TestConsumeClusterLeaderKills(t *testing.T) {
 		}
 	}
 	// done counts the done records: a message whose handler ran but whose
-	// jsctl died before recording it is not done until it runs again.
+	// jsctl died before recording it is not done until it runs again. Each
+	// count has a minute of its own (not what is left of ctx); lastErr is
+	// why the last count failed.
+	var lastErr error
 	done := func() int {
-		st, err := acks.OpenExisting(ctx, js, acks.DefaultBucket)
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st, err := acks.OpenExisting(cctx, js, acks.DefaultBucket)
 		if err != nil {
+			lastErr = err
 			return 0
 		}
-		recs, err := st.List(ctx, acks.Filter{Scope: acks.DefaultScope("ORDERS", "c"), State: acks.StateDone})
+		recs, err := st.List(cctx, acks.Filter{Scope: acks.DefaultScope("ORDERS", "c"), State: acks.StateDone})
 		if err != nil {
+			lastErr = err
 			return 0
 		}
 		return len(recs)
@@ -170,10 +179,11 @@ func TestConsumeClusterLeaderKills(t *testing.T) {
 	cmds[0] = start(procs + 1)
 
 	waitEnded(n)
+	t.Logf("every message ran; %d done records so far", done())
 	deadline := time.Now().Add(3 * time.Minute)
 	for done() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %d done records (%d)", n, done())
+			t.Fatalf("timed out waiting for %d done records (%d; last error counting them: %v)", n, done(), lastErr)
 		}
 		time.Sleep(time.Second)
 	}
