@@ -228,7 +228,7 @@ func TestPromptCancelledByContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stdin, w := io.Pipe() // never written: the answer never comes
 	defer w.Close()
-	var out, errb syncBuffer
+	var out, errb testserver.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- commands.Run(ctx, []string{"--server", f.url, "consumer", "reset", "ORDERS", "billing", "--to-seq", "3"}, stdin, &out, &errb, true)
@@ -243,22 +243,4 @@ func TestPromptCancelledByContext(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the prompt did not return when the context was cancelled")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

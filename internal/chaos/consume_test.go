@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -92,32 +93,87 @@ func TestConsumeClusterLeaderKills(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// jsctl starts against a stream and a consumer that answer: on a
+	// loaded machine a just-created R3 consumer may have no leader yet,
+	// and a consume that cannot read its consumer exits at once.
+	testserver.WaitFor(t, time.Minute, "leaders of the stream and the consumer", func() bool {
+		return leaderName(nc, "ORDERS", "") != "" && leaderName(nc, "ORDERS", "c") != ""
+	})
+
 	log := filepath.Join(t.TempDir(), "handled.log")
 	home := t.TempDir()
-	start := func(run int) *exec.Cmd {
+	// outs keeps what each jsctl printed, for failure messages; exited
+	// says which runs ended on their own (they run until the test stops
+	// them).
+	var outs []*testserver.SyncBuffer
+	var exitMu sync.Mutex
+	exited := map[int]error{}
+	killedByTest := map[int]bool{}
+	type proc struct {
+		cmd    *exec.Cmd
+		run    int
+		waited chan struct{} // closed once it has ended
+	}
+	start := func(run int) proc {
 		cmd := jsctlCommand(c.URLs(), home, "consume", "ORDERS", "c", "--workers", strconv.Itoa(workers), "--exec", consumeHandler)
 		cmd.Env = append(cmd.Env, "HANDLER_LOG="+log, "RUN_ID="+strconv.Itoa(run))
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
+		out := &testserver.SyncBuffer{}
+		outs = append(outs, out)
+		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		waited := make(chan struct{})
+		go func() {
+			err := cmd.Wait()
+			exitMu.Lock()
+			if !killedByTest[run] {
+				exited[run] = err
+			}
+			exitMu.Unlock()
+			close(waited)
+		}()
 		t.Cleanup(func() {
 			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+			<-waited
 		})
-		return cmd
+		return proc{cmd: cmd, run: run, waited: waited}
 	}
-	var cmds []*exec.Cmd
+	// stop sends sig to p as the test's own doing and waits for its end.
+	stop := func(p proc, sig os.Signal) {
+		exitMu.Lock()
+		killedByTest[p.run] = true
+		exitMu.Unlock()
+		_ = p.cmd.Process.Signal(sig)
+		<-p.waited
+	}
+	var cmds []proc
 	for i := 1; i <= procs; i++ {
 		cmds = append(cmds, start(i))
+	}
+	dump := func() {
+		for i, o := range outs {
+			t.Logf("jsctl run %d printed:\n%s", i+1, tail(o.String(), 3000))
+		}
+	}
+	// checkAlive fails the test at once when a jsctl ended on its own.
+	checkAlive := func() {
+		t.Helper()
+		exitMu.Lock()
+		defer exitMu.Unlock()
+		for run, err := range exited {
+			dump()
+			t.Fatalf("jsctl run %d ended on its own (%v); its output is above", run, err)
+		}
 	}
 	ended := func() int { _, ends := handlerRuns(t, log); return len(ends) }
 	waitEnded := func(at int) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Minute)
 		for ended() < at {
+			checkAlive()
 			if time.Now().After(deadline) {
+				dump()
 				t.Fatalf("timed out waiting for %d messages to end (%d did)", at, ended())
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -173,25 +229,23 @@ func TestConsumeClusterLeaderKills(t *testing.T) {
 	// Kill one jsctl process mid-run and start another in its place: only
 	// the messages it was running may run again.
 	waitEnded(4 * n / 5)
-	victim := cmds[0]
-	_ = victim.Process.Signal(syscall.SIGKILL)
-	_ = victim.Wait()
+	stop(cmds[0], syscall.SIGKILL)
 	cmds[0] = start(procs + 1)
 
 	waitEnded(n)
 	t.Logf("every message ran; %d done records so far", done())
 	deadline := time.Now().Add(3 * time.Minute)
 	for done() < n {
+		checkAlive()
 		if time.Now().After(deadline) {
+			dump()
 			t.Fatalf("timed out waiting for %d done records (%d; last error counting them: %v)", n, done(), lastErr)
 		}
 		time.Sleep(time.Second)
 	}
-	for _, cmd := range cmds {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, cmd := range cmds {
-		_ = cmd.Wait()
+	checkAlive()
+	for _, p := range cmds {
+		stop(p, syscall.SIGTERM)
 	}
 
 	starts, ends := handlerRuns(t, log)
@@ -303,4 +357,12 @@ func jsctlCommand(url, home string, args ...string) *exec.Cmd {
 	cmd.Env = append(environ, jsctlEnv+"=1", "GORACE="+race, "NATS_URL="+url, "HOME="+home,
 		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "JSCTL_TZ=UTC")
 	return cmd
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
 }
