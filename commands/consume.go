@@ -245,7 +245,15 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	cons, err := cl.JS.Consumer(ctx, c.Stream, c.Consumer)
+	// A consumer without a leader for now (just created on a cluster, an
+	// election) does not answer: ask again for a while, as a consume that
+	// runs for days should not die of a moment at its start.
+	var cons jetstream.Consumer
+	err = jsutil.WhileUnanswered(ctx, jsutil.DefaultSettle, func() error {
+		var err error
+		cons, err = cl.JS.Consumer(ctx, c.Stream, c.Consumer)
+		return jsutil.RequestError(cl.JS.Conn(), jsutil.APIPrefix(cl.JS.Options())+"CONSUMER.INFO."+c.Stream+"."+c.Consumer, err)
+	})
 	if errors.Is(err, jetstream.ErrNotPullConsumer) {
 		return jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q is a push consumer: consume needs a pull consumer", c.Consumer, c.Stream)
 	}
@@ -329,11 +337,19 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 func (c *ConsumeCmd) openBucket(ctx context.Context, js jetstream.JetStream) (*acks.Store, error) {
 	replicas := c.Replicas
 	if replicas == 0 {
+		// The bucket takes the stream's replicas. A stream that does not
+		// answer for now is asked again: guessing 1 would create an R1
+		// bucket for an R3 stream. Only a refused read leaves 1.
 		replicas = 1
-		if st, err := js.Stream(ctx, c.Stream); err == nil {
-			if info, err := st.Info(ctx); err == nil && info.Config.Replicas > 0 {
-				replicas = info.Config.Replicas
+		err := jsutil.WhileUnanswered(ctx, jsutil.DefaultSettle, func() error {
+			info, err := js.Stream(ctx, c.Stream)
+			if err == nil && info.CachedInfo().Config.Replicas > 0 {
+				replicas = info.CachedInfo().Config.Replicas
 			}
+			return jsutil.RequestError(js.Conn(), jsutil.APIPrefix(js.Options())+"STREAM.INFO."+c.Stream, err)
+		})
+		if err != nil && !errors.Is(err, jsutil.ErrPermission) {
+			return nil, jsutil.Wrap(err, "read stream %q for the replicas of ack bucket %q", c.Stream, c.Bucket)
 		}
 	}
 	retention, err := parseRetention(c.Retention)

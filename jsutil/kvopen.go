@@ -24,17 +24,32 @@ const DefaultSettle = 30 * time.Second
 // again; its error is classed ErrPermission (see RequestError). Without
 // create, a missing bucket is jetstream.ErrBucketNotFound.
 func OpenKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, create bool, timeout, settle time.Duration) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := WhileUnanswered(ctx, settle, func() error {
+		var err error
+		kv, err = openKV(ctx, js, cfg, create, timeout)
+		return err
+	})
+	return kv, err
+}
+
+// WhileUnanswered calls f, and calls it again (every 200ms) while it
+// fails with a request that got no answer that decides anything (a
+// timeout, a reconnect, JetStream unavailable for now: 503), until settle
+// has passed or ctx ends. It returns f's last error. f should class a
+// refusal with RequestError, so that a denied request is not sent again.
+func WhileUnanswered(ctx context.Context, settle time.Duration, f func() error) error {
 	deadline := time.Now().Add(settle)
 	for {
-		kv, err := openKV(ctx, js, cfg, create, timeout)
+		err := f()
 		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().After(deadline) {
-			return kv, err
+			return err
 		}
 		t := time.NewTimer(200 * time.Millisecond)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return err
 		case <-t.C:
 		}
 	}

@@ -111,3 +111,40 @@ func connectJS(t *testing.T, url string, opts ...nats.Option) (*nats.Conn, jetst
 	}
 	return nc, js
 }
+
+// TestWhileUnanswered: unanswered requests are sent again until one is
+// answered or settle passes; a refusal, an answer that decides and a
+// server without JetStream are not.
+func TestWhileUnanswered(t *testing.T) {
+	ctx := context.Background()
+	calls := 0
+	err := jsutil.WhileUnanswered(ctx, time.Minute, func() error {
+		calls++
+		switch calls {
+		case 1:
+			return nats.ErrTimeout
+		case 2:
+			return &jetstream.APIError{Code: 503, Description: "JetStream system temporarily unavailable"}
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("got %v after %d calls, want nil after 3", err, calls)
+	}
+	for _, decided := range []error{
+		jsutil.Errorf(jsutil.ErrPermission, "permission denied (publish to %q)", "$JS.API.STREAM.INFO.S"),
+		jetstream.ErrStreamNotFound, jetstream.ErrJetStreamNotEnabled, errors.New("other"),
+	} {
+		calls = 0
+		err := jsutil.WhileUnanswered(ctx, time.Minute, func() error { calls++; return decided })
+		if !errors.Is(err, decided) || calls != 1 {
+			t.Errorf("%v: got %v after %d calls, want it after 1", decided, err, calls)
+		}
+	}
+	calls = 0
+	start := time.Now()
+	err = jsutil.WhileUnanswered(ctx, 300*time.Millisecond, func() error { calls++; return context.DeadlineExceeded })
+	if !errors.Is(err, context.DeadlineExceeded) || calls < 2 || time.Since(start) > 5*time.Second {
+		t.Fatalf("never answered: %v after %d calls in %v, want a few calls within settle", err, calls, time.Since(start))
+	}
+}
