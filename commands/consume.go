@@ -342,9 +342,9 @@ func (c *ConsumeCmd) openBucket(ctx context.Context, js jetstream.JetStream) (*a
 		// bucket for an R3 stream. Only a refused read leaves 1.
 		replicas = 1
 		err := jsutil.WhileUnanswered(ctx, jsutil.DefaultSettle, func() error {
-			info, err := js.Stream(ctx, c.Stream)
-			if err == nil && info.CachedInfo().Config.Replicas > 0 {
-				replicas = info.CachedInfo().Config.Replicas
+			st, err := js.Stream(ctx, c.Stream) // its info, read once
+			if err == nil && st.CachedInfo().Config.Replicas > 0 {
+				replicas = st.CachedInfo().Config.Replicas
 			}
 			return jsutil.RequestError(js.Conn(), jsutil.APIPrefix(js.Options())+"STREAM.INFO."+c.Stream, err)
 		})
