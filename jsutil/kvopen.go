@@ -16,11 +16,11 @@ const DefaultSettle = 30 * time.Second
 // OpenKV opens the KV bucket cfg.Bucket and, with create, creates it from
 // cfg when it does not exist (a bucket someone else created meanwhile is
 // opened). Each request waits at most timeout. A request left unanswered
-// (its reply lost, a server restarting, a cluster without a meta leader for
-// now) is sent again until settle has passed or ctx ends: on a loaded
-// cluster the first create of a replicated bucket can outlast one request
-// timeout, and creating a bucket that exists with the same configuration
-// is harmless. A request the server's permissions refuse is not sent
+// (its reply lost, a server restarting, a cluster without a meta leader or
+// without a peer to place a replica on, for now) is sent again until
+// settle has passed or ctx ends: on a loaded cluster the first create of a
+// replicated bucket can outlast one request timeout, and creating a bucket
+// that exists with the same configuration is harmless. A request the server's permissions refuse is not sent
 // again; its error is classed ErrPermission (see RequestError). Without
 // create, a missing bucket is jetstream.ErrBucketNotFound.
 func OpenKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, create bool, timeout, settle time.Duration) (jetstream.KeyValue, error) {
@@ -35,7 +35,8 @@ func OpenKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 
 // WhileUnanswered calls f, and calls it again (every 200ms) while it
 // fails with a request that got no answer that decides anything (a
-// timeout, a reconnect, JetStream unavailable for now: 503), until settle
+// timeout, a reconnect, JetStream unavailable for now: 503, no peer to
+// place a replica on for now: 10005), until settle
 // has passed or ctx ends. It returns f's last error. f should class a
 // refusal with RequestError, so that a denied request is not sent again.
 func WhileUnanswered(ctx context.Context, settle time.Duration, f func() error) error {
@@ -73,10 +74,16 @@ func openKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	return kv, RequestError(js.Conn(), APIPrefix(js.Options())+"STREAM.CREATE.KV_"+cfg.Bucket, err)
 }
 
+// noPeers is the server's "no suitable peers for placement" (for example
+// "peer offline"): in a cluster that already holds replicated assets, a
+// node restarting or one whose state has not reached the meta leader yet.
+const noPeers = 10005
+
 // unanswered says whether err is a request that got no answer that decides
 // anything, so that sending it again may: a timeout, a connection that is
-// reconnecting, JetStream temporarily unavailable (503). A server without
-// JetStream and a refusal decide.
+// reconnecting, JetStream temporarily unavailable (503), no peer to place
+// a replicated asset on for now. A server without JetStream and a refusal
+// decide.
 func unanswered(err error) bool {
 	if errors.Is(err, ErrPermission) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
 		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
@@ -85,5 +92,5 @@ func unanswered(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
-		(errors.As(err, &apiErr) && apiErr.Code == 503)
+		(errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.ErrorCode == noPeers))
 }

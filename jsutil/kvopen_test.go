@@ -125,11 +125,13 @@ func TestWhileUnanswered(t *testing.T) {
 			return nats.ErrTimeout
 		case 2:
 			return &jetstream.APIError{Code: 503, Description: "JetStream system temporarily unavailable"}
+		case 3:
+			return &jetstream.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement, peer offline"}
 		}
 		return nil
 	})
-	if err != nil || calls != 3 {
-		t.Fatalf("got %v after %d calls, want nil after 3", err, calls)
+	if err != nil || calls != 4 {
+		t.Fatalf("got %v after %d calls, want nil after 4", err, calls)
 	}
 	for _, decided := range []error{
 		jsutil.Errorf(jsutil.ErrPermission, "permission denied (publish to %q)", "$JS.API.STREAM.INFO.S"),
