@@ -2,13 +2,13 @@ package commands_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jsctl/jsctl/internal/testserver"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -143,31 +143,21 @@ func cmdConsumerFetch(ts *testscript.TestScript, neg bool, args []string) {
 	if wanted && want == "" {
 		wait = 500 * time.Millisecond
 	}
-	deadline := time.Now().Add(wait)
 	var got []string
 	_, noAck := opts["no-ack"]
-	for len(got) < n {
-		batch, err := cons.FetchNoWait(n - len(got))
-		ts.Check(err)
-		took := 0
-		for m := range batch.Messages() {
-			took++
-			md, err := m.Metadata()
-			ts.Check(err)
-			got = append(got, strconv.FormatUint(md.Sequence.Stream, 10))
-			if !noAck {
-				ts.Check(m.DoubleAck(ctx))
-			}
+	err = testserver.Take(cons, n, wait, func(m jetstream.Msg) error {
+		md, err := m.Metadata()
+		if err != nil {
+			return err
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			ts.Fatalf("consumer-fetch %s: %v", pos[1], err)
+		got = append(got, strconv.FormatUint(md.Sequence.Stream, 10))
+		if noAck {
+			return nil
 		}
-		if took == 0 {
-			if len(got) > 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		return m.DoubleAck(ctx)
+	})
+	if err != nil {
+		ts.Fatalf("consumer-fetch %s: %v", pos[1], err)
 	}
 	ts.Setenv("FETCHED", strings.Join(got, " "))
 	if wanted {

@@ -3,7 +3,6 @@ package reset
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -87,43 +86,24 @@ func fetchNoAck(t testing.TB, js jetstream.JetStream, stream, name string, n int
 }
 
 // fetchSeqs takes up to n of the messages the consumer has for a client
-// now. It waits (at most 5s) for the first: right after a leader change or
-// a recreate a delivery can take a moment on a loaded machine. Then it
-// takes what is there without waiting.
+// now (waiting at most 5s for the first: testserver.Take).
 func fetchSeqs(t testing.TB, js jetstream.JetStream, stream, name string, n int, ack bool) []uint64 {
 	t.Helper()
 	cons, err := js.Consumer(testCtx(t), stream, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
 	var seqs []uint64
-	for len(seqs) < n {
-		b, err := cons.FetchNoWait(n - len(seqs))
-		if err != nil {
-			t.Fatal(err)
+	err = testserver.Take(cons, n, 5*time.Second, func(m jetstream.Msg) error {
+		md, _ := m.Metadata()
+		seqs = append(seqs, md.Sequence.Stream)
+		if !ack {
+			return nil
 		}
-		got := 0
-		for m := range b.Messages() {
-			got++
-			md, _ := m.Metadata()
-			seqs = append(seqs, md.Sequence.Stream)
-			if !ack {
-				continue
-			}
-			if err := m.DoubleAck(testCtx(t)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			t.Fatal(err)
-		}
-		if got == 0 {
-			if len(seqs) > 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		return m.DoubleAck(testCtx(t))
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return seqs
 }
