@@ -359,7 +359,7 @@ func (x *executor) hold(ctx context.Context, c *Change, name string, seq uint64)
 	}
 	// The subject nats.go sends the create to, for telling a denied
 	// request from a lost reply.
-	subject := apiPrefix(x.js) + "CONSUMER.CREATE." + c.Stream + "." + name
+	subject := jsutil.APIPrefix(x.js.Options()) + "CONSUMER.CREATE." + c.Stream + "." + name
 	if cfg.FilterSubject != "" {
 		subject += "." + cfg.FilterSubject
 	}

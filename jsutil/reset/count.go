@@ -158,7 +158,7 @@ func (p *planner) consumerCount(ctx context.Context, c *Change, filters []string
 	}
 	cons, err := p.stream.CreateConsumer(ctx, cfg)
 	if err != nil {
-		return 0, jsutil.Wrap(jsutil.RequestError(p.js.Conn(), apiPrefix(p.js)+"CONSUMER.CREATE."+c.Stream+"."+cfg.Name, err), "create a temporary counting consumer")
+		return 0, jsutil.Wrap(jsutil.RequestError(p.js.Conn(), jsutil.APIPrefix(p.js.Options())+"CONSUMER.CREATE."+c.Stream+"."+cfg.Name, err), "create a temporary counting consumer")
 	}
 	n := cons.CachedInfo().NumPending
 	dctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
@@ -172,7 +172,7 @@ func (p *planner) consumerCount(ctx context.Context, c *Change, filters []string
 func (p *planner) directCount(ctx context.Context, seq uint64, filter string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	subject := apiPrefix(p.js) + "DIRECT.GET." + p.info.Config.Name
+	subject := jsutil.APIPrefix(p.js.Options()) + "DIRECT.GET." + p.info.Config.Name
 	body := fmt.Appendf(nil, `{"seq":%d,"next_by_subj":%s,"batch":1}`, seq, strconv.Quote(filter))
 	msg, err := p.js.Conn().RequestWithContext(ctx, subject, body)
 	if err != nil {

@@ -35,22 +35,6 @@ type rawInfoResponse struct {
 	Config rawConfig `json:"config"`
 }
 
-// apiPrefix is the JetStream API prefix of js ("$JS.API." or a domain's).
-func apiPrefix(js jetstream.JetStream) string {
-	o := js.Options()
-	if o.Domain != "" {
-		return "$JS." + o.Domain + ".API."
-	}
-	if o.APIPrefix != "" {
-		p := o.APIPrefix
-		if p[len(p)-1] != '.' {
-			p += "."
-		}
-		return p
-	}
-	return jetstream.DefaultAPIPrefix
-}
-
 // requestTimeout bounds each raw API request (less when ctx says so).
 const requestTimeout = 5 * time.Second
 
@@ -86,7 +70,7 @@ func request(ctx context.Context, js jetstream.JetStream, subject string, body [
 func requestOnce(ctx context.Context, js jetstream.JetStream, subject string, body []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	full := apiPrefix(js) + subject
+	full := jsutil.APIPrefix(js.Options()) + subject
 	msg, err := js.Conn().RequestWithContext(ctx, full, body)
 	if err != nil {
 		// A denied request is never answered: tell that apart from a
