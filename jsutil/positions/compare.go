@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -36,6 +37,12 @@ type Comparison struct {
 	MovedNS *int64 `json:"moved_ns"`
 	// ConfigChanges lists the configuration fields that differ, by name.
 	ConfigChanges []ConfigChange `json:"config_changes"`
+	// ConfigDiff is the saved configuration against the consumer's own or,
+	// for a deleted consumer (a restore creates it from the saved one),
+	// against the server's defaults (reset.DefaultConfig); fields that
+	// change where messages go or whether they are acknowledged carry a
+	// warning.
+	ConfigDiff []reset.ConfigField `json:"config_diff"`
 	// Warnings say what a restore would have to work around, such as a
 	// saved position the stream no longer holds.
 	Warnings []string `json:"warnings"`
@@ -60,7 +67,7 @@ func Compare(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts O
 		}
 		for i := range ss.Consumers {
 			cs := &ss.Consumers[i]
-			cmp := Comparison{Stream: ss.Name, Consumer: cs.Name, Saved: cs.AckFloor, ConfigChanges: []ConfigChange{}, Warnings: []string{}}
+			cmp := Comparison{Stream: ss.Name, Consumer: cs.Name, Saved: cs.AckFloor, ConfigChanges: []ConfigChange{}, ConfigDiff: []reset.ConfigField{}, Warnings: []string{}}
 			if r == nil {
 				cmp.Deleted = true
 				cmp.Warnings = append(cmp.Warnings, "the stream no longer exists")
@@ -71,10 +78,15 @@ func Compare(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts O
 			if isNotFound(err) {
 				cmp.Deleted = true
 				cmp.Warnings = append(cmp.Warnings, "the consumer was deleted; a restore recreates it from the saved configuration")
+				cmp.diffDefaults(cs)
 			} else if err != nil {
 				return nil, err
 			} else if err := cmp.fill(ctx, r, cs, c); err != nil {
 				return nil, err
+			}
+			if ss.Created != nil && !ss.Created.Equal(r.info.Created) {
+				cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("stream %q was deleted and created again since the snapshot (created %s then, %s now): its saved sequences name other messages; a restore is refused unless --by-time",
+					ss.Name, ss.Created.UTC().Format(time.RFC3339Nano), r.info.Created.UTC().Format(time.RFC3339Nano)))
 			}
 			if next, first := cs.NextSequence(), r.info.State.FirstSeq; next < first {
 				cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("the stream no longer holds sequence %d (its first is %d); a restore starts at %d", next, first, first))
@@ -117,7 +129,27 @@ func (cmp *Comparison) fill(ctx context.Context, r *streamReader, cs *ConsumerSn
 		return fmt.Errorf("compare configuration of consumer %q on %q: %w", c.Name, c.Stream, err)
 	}
 	cmp.ConfigChanges = changes
+	if cmp.ConfigDiff, err = reset.DiffConfig(c.Config, cs.Config); err != nil {
+		return fmt.Errorf("compare configuration of consumer %q on %q: %w", c.Name, c.Stream, err)
+	}
 	return nil
+}
+
+// diffDefaults sets ConfigDiff of a deleted consumer: its saved
+// configuration against the server's defaults, each called-out field a
+// warning (a restore creates the consumer from it).
+func (cmp *Comparison) diffDefaults(cs *ConsumerSnapshot) {
+	diff, err := reset.DiffConfig(reset.DefaultConfig, cs.Config)
+	if err != nil {
+		cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("could not read the saved configuration: %v", err))
+		return
+	}
+	cmp.ConfigDiff = diff
+	for _, f := range diff {
+		if f.Warning != "" {
+			cmp.Warnings = append(cmp.Warnings, "the saved configuration sets "+f.Warning+" (against the server's defaults)")
+		}
+	}
 }
 
 // countBetween counts the stream's messages matching filters (all when

@@ -40,7 +40,10 @@ func PlanRestore(ctx context.Context, js jetstream.JetStream, snap *Snapshot, co
 			if picked != nil && !picked[ss.Name+"/"+cs.Name] {
 				continue
 			}
-			moves = append(moves, reset.Move{Consumer: cs.Name, Seq: cs.NextSequence(), Config: cs.Config, From: "snapshot " + quote(snap.Name)})
+			moves = append(moves, reset.Move{
+				Consumer: cs.Name, Seq: cs.NextSequence(), Config: cs.Config, From: "snapshot " + quote(snap.Name),
+				StreamCreated: ss.Created, FloorTime: cs.AckFloor.Time,
+			})
 		}
 		if len(moves) == 0 {
 			continue

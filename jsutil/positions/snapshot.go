@@ -34,7 +34,11 @@ type Snapshot struct {
 // StreamSnapshot is one stream's state when the snapshot was taken and its
 // consumers.
 type StreamSnapshot struct {
-	Name      string             `json:"name"`
+	Name string `json:"name"`
+	// Created is when the server created the stream (nil in snapshots of
+	// an older jsctl): a restore refuses a stream created again since, as
+	// its sequences then name other messages.
+	Created   *time.Time         `json:"created,omitempty"`
 	FirstSeq  uint64             `json:"first_seq"`
 	FirstTime *time.Time         `json:"first_time"`
 	LastSeq   uint64             `json:"last_seq"`
@@ -243,6 +247,7 @@ func streamSnapshot(r *streamReader) StreamSnapshot {
 	ss := StreamSnapshot{
 		Name: r.name(), FirstSeq: st.FirstSeq, LastSeq: st.LastSeq, Messages: st.Msgs,
 		Replicas: max(r.info.Config.Replicas, 1), Consumers: []ConsumerSnapshot{},
+		Created: utcPtr(r.info.Created),
 	}
 	if st.Msgs > 0 {
 		ss.FirstTime = utcPtr(st.FirstTime)

@@ -251,8 +251,21 @@ func (x *executor) deleteSure(ctx context.Context, c *Change, created *time.Time
 
 // createSure creates the consumer from cfg. done: it exists with cfg, and
 // c.proof holds the create reply (or its info where the reply was lost);
-// unchanged: refused or denied, not created; unsettled.
+// unchanged: refused or denied, not created; unsettled. The change's
+// intent says, before the create, that it creates one and, after it, when
+// (see noteCreating).
 func (x *executor) createSure(ctx context.Context, c *Change, cfg rawConfig) (outcome, error) {
+	if err := x.noteCreating(ctx, c); err != nil {
+		return unchanged, err
+	}
+	out, err := x.createOnce(ctx, c, cfg)
+	if out == done {
+		x.noteCreated(ctx, c)
+	}
+	return out, err
+}
+
+func (x *executor) createOnce(ctx context.Context, c *Change, cfg rawConfig) (outcome, error) {
 	deadline := time.Now().Add(x.opts.Settle)
 	for attempt := 0; ; attempt++ {
 		st, err := x.create(ctx, c, cfg)

@@ -22,6 +22,12 @@ type Move struct {
 	// From says where Config comes from, for the plan's reason
 	// (e.g. `snapshot "before-deploy"`).
 	From string `json:"from,omitempty"`
+	// StreamCreated is when the stream that Seq is a sequence of was
+	// created, and FloorTime the saved time of the message before Seq (the
+	// ack floor): a stream created again since is refused, or with
+	// Options.ByTime the position is found by FloorTime (see moveSeq).
+	StreamCreated *time.Time `json:"stream_created,omitempty"`
+	FloorTime     *time.Time `json:"floor_time,omitempty"`
 }
 
 // PlanMoves plans moving each consumer of stream to its own sequence,
@@ -38,6 +44,7 @@ func PlanMoves(ctx context.Context, js jetstream.JetStream, stream string, moves
 	}
 	target := Target{Kind: ToSaved}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: stream, Target: target, Skipped: []string{}}
+	plan.StreamCreated = p.streamCreated()
 	pending, pendingErr := p.unfinished(ctx)
 	plan.Changes = make([]*Change, len(moves))
 	err = p.each(ctx, len(moves), func(i int) error {
@@ -57,11 +64,21 @@ func PlanMoves(ctx context.Context, js jetstream.JetStream, stream string, moves
 				from = "its saved configuration"
 			}
 			c = &Change{Stream: stream, Consumer: m.Consumer, Warnings: []string{}}
-			err = p.completeCreate(ctx, c, cfg, m.Seq, "the consumer does not exist: create it from "+from)
+			seq, refusal := p.moveSeq(ctx, c, m)
+			err = p.completeCreate(ctx, c, cfg, seq, "the consumer does not exist: create it from "+from)
+			if err == nil {
+				c.noteConfigDiff(DefaultConfig, m.Config, true)
+				p.noteMove(c, m, refusal)
+			}
 		case err == nil:
-			err = p.complete(ctx, c, target, m.Seq)
+			seq, refusal := p.moveSeq(ctx, c, m)
+			err = p.complete(ctx, c, target, seq)
 			if cfg, cerr := rawOf(m.Config); err == nil && cerr == nil && len(m.Config) > 0 && !sameExceptStart(c.state.raw, cfg) {
 				c.warn("its configuration differs from the saved one; only its position is changed")
+				c.noteConfigDiff(c.state.raw.json(), m.Config, false)
+			}
+			if err == nil {
+				p.noteMove(c, m, refusal)
 			}
 		}
 		if err != nil {

@@ -41,6 +41,9 @@ func Execute(ctx context.Context, js jetstream.JetStream, plan *Plan, opts Optio
 	if err != nil {
 		return jsutil.Wrap(err, "reset consumers on %q", plan.Stream)
 	}
+	if err := p.checkPlanStream(plan); err != nil {
+		return err
+	}
 	plan.Executed = true
 	x := &executor{planner: p}
 	n := len(plan.Changes)
@@ -126,6 +129,7 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 		From: c.From, To: c.To, StartTime: c.StartTime, UndoOf: c.UndoOf,
 		Time: x.opts.Now().UTC(), User: x.opts.User, Host: x.opts.Host,
 		AcksBucket: x.opts.AcksBucket, AcksScope: x.opts.AcksScope, Auto: x.opts.Method == Auto,
+		StreamCreated: x.streamCreated(),
 	}
 	var st *consumerState
 	if c.Method == Create {
@@ -144,6 +148,9 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 		var err error
 		if st, err = x.loadSure(ctx, c); err != nil {
 			return wrapConsumer(err, c.Stream, c.Consumer)
+		}
+		if why := consumerRecreated(c, st); why != "" {
+			return jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %s; nothing changed: plan again", c.Consumer, c.Stream, why)
 		}
 		if _, err := x.fromNow(ctx, c, st, "since the plan was made"); err != nil {
 			return err
@@ -165,7 +172,7 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 	if err := x.intents.begin(ctx, in); err != nil {
 		return err
 	}
-	c.ChangeID = in.ID
+	c.ChangeID, c.intent = in.ID, in
 	if x.crash("intent") {
 		return errCrashed
 	}
@@ -373,6 +380,7 @@ func (x *executor) recordAndComplete(ctx context.Context, c *Change, in *Intent,
 			Target: in.Target, From: c.From, To: c.To, Verified: c.Verified, UndoOf: c.UndoOf,
 			FromStart: in.FromStart, User: in.User, Host: in.Host,
 			ChangeID: in.ID, Config: in.Config, NewConfig: newCfg, Recovered: recovered,
+			StreamCreated: in.StreamCreated, Created: in.Created, NewCreated: newCreated(c, in),
 		})
 	}
 	if err != nil {

@@ -41,6 +41,8 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 		return nil, jsutil.Wrap(err, "reset consumers on %q", saved.Stream)
 	}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: saved.Stream, Target: saved.Target, Changes: []*Change{}}
+	plan.StreamCreated = p.streamCreated()
+	recreated := p.streamRecreated(saved.StreamCreated, "the plan was made")
 	pending, pendingErr := p.unfinished(ctx)
 	seen := map[string]bool{}
 	for _, s := range saved.Changes {
@@ -93,8 +95,20 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 			c.warn("a client moved it on since the plan was made (delivered %d, ack floor %d; the plan saw %d and %d); the target stays %d as planned",
 				c.From.Delivered, c.From.AckFloor, s.From.Delivered, s.From.AckFloor, c.To.Sequence)
 		}
+		if why := consumerRecreated(s, c.state); why != "" {
+			c.refuse(jsutil.ErrConflict, "%s; plan again", why)
+		}
 		refuseUnfinished(c, pending)
 		plan.Changes = append(plan.Changes, c)
+	}
+	for _, c := range plan.Changes {
+		if recreated != "" {
+			// Another stream: whatever else was found about it is moot.
+			c.Refused, c.refusal = "", nil
+			c.refuse(jsutil.ErrConflict, "%s: the plan's sequences name other messages now; plan again", recreated)
+		} else if saved.StreamCreated == nil {
+			c.warn("the plan does not record when stream %q was created (made by an older jsctl): not checked that it is still the stream planned for", saved.Stream)
+		}
 	}
 	plan.noteUnfinished(pending, pendingErr)
 	return plan, nil

@@ -45,6 +45,12 @@ type Record struct {
 	// Recovered says `consumer recover` finished the change after the run
 	// that started it was interrupted.
 	Recovered bool `json:"recovered,omitempty"`
+	// StreamCreated, Created and NewCreated are when the server created
+	// the stream, the consumer before the change and the consumer after it
+	// (nil in records of an older jsctl; see identity.go).
+	StreamCreated *time.Time `json:"stream_created,omitempty"`
+	Created       *time.Time `json:"created,omitempty"`
+	NewCreated    *time.Time `json:"new_created,omitempty"`
 	// Revision is the record's KV revision (set when read).
 	Revision uint64 `json:"revision"`
 }

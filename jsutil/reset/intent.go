@@ -41,6 +41,15 @@ type Intent struct {
 	// Created is when the server created the consumer the change started
 	// from: a consumer with another creation time was made afterwards.
 	Created *time.Time `json:"created,omitempty"`
+	// StreamCreated is when the server created the stream (nil in records
+	// of an older jsctl): recover leaves a stream created again since.
+	StreamCreated *time.Time `json:"stream_created,omitempty"`
+	// NewCreated is when the server created the consumer the change made
+	// (written right after the create); Creating says a create was sent
+	// whose consumer's creation time is not written yet. A consumer
+	// created at neither Created nor NewCreated is someone else's.
+	NewCreated *time.Time `json:"new_created,omitempty"`
+	Creating   bool       `json:"creating,omitempty"`
 	// From is the position before the change.
 	From      From   `json:"from"`
 	FromStart *Start `json:"from_start,omitempty"`

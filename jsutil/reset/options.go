@@ -54,6 +54,10 @@ type Options struct {
 	// changes are executed, with how many are done of how many in all
 	// (calls never overlap).
 	Progress func(done, total int)
+	// ByTime makes PlanMoves find each saved position by its saved time
+	// (the first message after the saved ack floor's time) rather than by
+	// its sequence, as for a stream deleted and created again since.
+	ByTime bool
 
 	// Test seams.
 	// beforeCreate runs after a recreate deleted the consumer and before

@@ -46,6 +46,11 @@ type Plan struct {
 	// Unfinished lists the stream's changes that an interrupted run left
 	// unfinished (`jsctl consumer recover` finishes them).
 	Unfinished []Unfinished `json:"unfinished_changes,omitempty"`
+
+	// StreamCreated is when the server created the stream the plan is for
+	// (nil in plans of an older jsctl): Execute refuses a stream created
+	// again since.
+	StreamCreated *time.Time `json:"stream_created,omitempty"`
 }
 
 // From is a consumer's position before the change.
@@ -125,6 +130,20 @@ type Change struct {
 	unsure bool
 	// pauseSent says a pause request was sent for the change.
 	pauseSent bool
+	// intent is the change's intent record once written (see noteCreating).
+	intent *Intent
+
+	// Created is when the server created the consumer the plan found
+	// (nil for a consumer the change creates): Execute refuses one
+	// created again since.
+	Created *time.Time `json:"created,omitempty"`
+	// ConfigDiff is a Create change's saved configuration against the
+	// server's defaults, or a saved configuration against the consumer's
+	// own (see DiffConfig).
+	ConfigDiff []ConfigField `json:"config_diff,omitempty"`
+	// ByTime says the target was found by a saved time rather than the
+	// saved sequence (Options.ByTime).
+	ByTime bool `json:"by_time,omitempty"`
 }
 
 func (c *Change) warn(format string, args ...any) {
@@ -280,6 +299,7 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 		return nil, jsutil.Wrap(err, "reset consumers on %q", stream)
 	}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: stream, Target: target, Changes: []*Change{}, Skipped: []string{}}
+	plan.StreamCreated = p.streamCreated()
 	if all {
 		// Durable consumers only: ephemeral ones (ordered consumers,
 		// other tools' temporary consumers) belong to a running client.
@@ -366,7 +386,7 @@ func (p *planner) newChange(ctx context.Context, name string) (*Change, error) {
 	}
 	cfg := st.info.Config
 	c := &Change{
-		Stream: stream, Consumer: name, state: st,
+		Stream: stream, Consumer: name, state: st, Created: st.createdAt(),
 		From:          From{Delivered: st.info.Delivered.Stream, AckFloor: st.info.AckFloor.Stream},
 		DeliverPolicy: cfg.DeliverPolicy.String(),
 		Push:          cfg.DeliverSubject != "",

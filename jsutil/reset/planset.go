@@ -21,6 +21,9 @@ type PlanSet struct {
 	// STREAM/CONSUMER.
 	Skipped    []string     `json:"skipped,omitempty"`
 	Unfinished []Unfinished `json:"unfinished_changes,omitempty"`
+
+	// StreamCreated is each stream's Plan.StreamCreated, by name.
+	StreamCreated map[string]time.Time `json:"stream_created,omitempty"`
 }
 
 // Combine makes the document of several plans (of one target); Executed is
@@ -38,6 +41,12 @@ func Combine(target Target, plans []*Plan) *PlanSet {
 			s.Skipped = append(s.Skipped, p.Stream+"/"+n)
 		}
 		s.Unfinished = append(s.Unfinished, p.Unfinished...)
+		if p.StreamCreated != nil {
+			if s.StreamCreated == nil {
+				s.StreamCreated = map[string]time.Time{}
+			}
+			s.StreamCreated[p.Stream] = *p.StreamCreated
+		}
 	}
 	return s
 }
@@ -69,6 +78,9 @@ func ReadPlans(data []byte) ([]*Plan, error) {
 			return nil, jsutil.Errorf(jsutil.ErrBadInput, "read plan: stream %q is listed twice or has no name", name)
 		}
 		p := &Plan{Created: s.Created, Stream: name, Target: s.Target, Changes: []*Change{}}
+		if t, ok := s.StreamCreated[name]; ok {
+			p.StreamCreated = &t
+		}
 		byStream[name] = p
 		out = append(out, p)
 	}

@@ -61,6 +61,10 @@ type RecoverChange struct {
 
 	intent *Intent
 	state  *consumerState
+	// foreign says the consumer is not the one the change found or made
+	// (another stream's, or someone else's): it is not touched, not even
+	// resumed.
+	foreign bool
 }
 
 // Recovery lists the unfinished changes of one stream and, once executed,
@@ -123,6 +127,10 @@ func newRecoverChange(in *Intent) *RecoverChange {
 	}
 }
 
+// StateRecreated is the state of a change whose stream was deleted and
+// created again since the change started: the change no longer applies.
+const StateRecreated = "stream-recreated"
+
 // change is the Change that finishing rc makes.
 func (rc *RecoverChange) change() *Change {
 	in := rc.intent
@@ -130,6 +138,7 @@ func (rc *RecoverChange) change() *Change {
 		Stream: in.Stream, Consumer: in.Consumer, Method: in.Method, From: in.From, To: in.To,
 		StartTime: in.StartTime, UndoOf: in.UndoOf, ChangeID: in.ID, Warnings: []string{}, state: rc.state,
 		unsure: true, // an interrupted run: the server may have crashed too
+		intent: in,
 	}
 	if in.Pause != nil {
 		c.Pause = &PauseStep{Resume: in.Pause.Resume, Paused: true}
@@ -146,7 +155,7 @@ func (x *executor) classify(ctx context.Context, rc *RecoverChange) error {
 	if cl := rc.intent.Claim; cl != nil {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("a recover run by %s@%s took this change over at %s; if it is still running, let it finish", cl.User, cl.Host, cl.Time.UTC().Format(time.RFC3339)))
 	}
-	if rc.Resume && rc.State != StateNoStream {
+	if rc.Resume && rc.State != StateNoStream && !rc.foreign {
 		rc.Reason += "; then resume it (the change paused it)"
 	}
 	return nil
@@ -154,6 +163,11 @@ func (x *executor) classify(ctx context.Context, rc *RecoverChange) error {
 
 func (x *executor) classifyState(ctx context.Context, rc *RecoverChange) error {
 	in := rc.intent
+	if why := x.streamRecreated(in.StreamCreated, "the change started"); why != "" {
+		rc.State, rc.Action, rc.Reason = StateRecreated, ActClear, why+": the change no longer applies; its consumers are left as they are"
+		rc.foreign = true
+		return nil
+	}
 	if ok, err := recorded(ctx, x.js, x.opts.HistoryBucket, in.Stream, in.Consumer, in.ID); err != nil {
 		return jsutil.Wrap(err, "recover consumer %q on %q: read its history", in.Consumer, in.Stream)
 	} else if ok {
@@ -170,6 +184,9 @@ func (x *executor) classifyState(ctx context.Context, rc *RecoverChange) error {
 		return jsutil.Wrap(err, "recover consumer %q on %q", in.Consumer, in.Stream)
 	}
 	rc.state = st
+	if recoverIdentity(rc, st) {
+		return nil
+	}
 	c := rc.change()
 	oldCfg, _ := rawOf(in.Config)
 	newCfg, move, _ := in.creates()
@@ -272,8 +289,13 @@ func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange, opt
 		rc.Warnings = append(rc.Warnings, "its intent record changed since the plan was made (finished or taken over by another run): left alone")
 		return nil
 	}
+	if rc.Action != ActClear && rc.Action != ActLeave && x != nil {
+		if why := x.streamRecreated(in.StreamCreated, "the change started"); why != "" {
+			return jsutil.Errorf(jsutil.ErrConflict, "recover consumer %q on %q: %s; nothing changed: plan again", in.Consumer, in.Stream, why)
+		}
+	}
 	if rc.Action == ActClear || rc.Action == ActLeave {
-		if x != nil {
+		if x != nil && !rc.foreign {
 			// Resume a consumer the change paused before the record
 			// that says so goes.
 			c := rc.change()
