@@ -277,6 +277,11 @@ func printChangeNotes(p *Printer, who string, c *reset.Change) {
 	if ps := c.Pause; ps != nil {
 		p.Printf("  %s: pause: %s\n", who, pauseText(c, ps))
 	}
+	what := "saved configuration against the consumer's own (not applied)"
+	if c.Method == reset.Create {
+		what = "saved configuration against the server's defaults"
+	}
+	printConfigDiff(p, who, what, c.ConfigDiff)
 	for _, w := range c.Warnings {
 		p.Printf("  %s: warning: %s\n", who, w)
 	}

@@ -22,6 +22,7 @@ type ConsumerSnapshotRestoreCmd struct {
 	ForgetAcks bool     `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
 	AcksBucket string   `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket."`
 	Export     string   `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE (apply it with jsctl consumer reset --from-file FILE --execute)."`
+	ByTime     bool     `name:"by-time" help:"Find each saved position by its saved time (the first message after the saved ack floor's time) instead of its sequence, as for a stream deleted and created again since the snapshot."`
 	pauseFlags
 }
 
@@ -48,13 +49,23 @@ the replayed range (jsctl consume) so the handler runs again.
 no server can hold is refused (exit 2) before any request; a consumer it lists
 twice is restored once, from its first entry. A consumer whose configuration differs
 from the saved one keeps its configuration; only its position changes (the plan
-warns). --json prints {"streams", "target": {"kind": "saved", "snapshot"},
+warns and lists the fields). A consumer created from the snapshot has its saved
+configuration listed against the server's defaults, and fields that change where
+messages go or whether they are acknowledged (deliver_subject, deliver_group,
+ack_policy, filter subjects, max_deliver) are warnings (--json: "config_diff").
+
+A stream deleted and created again since the snapshot (its creation time differs
+from the saved one) is refused (exit 5): its sequences name other messages now.
+--by-time restores each position by its saved time instead: the next delivery is
+the first message after the saved ack floor's time (the plan says "by time",
+--json "by_time": true). --json prints {"streams", "target": {"kind": "saved", "snapshot"},
 "executed", "changes": [...]} with the changes of consumer reset --json.
 
 Examples:
   jsctl consumer snapshot restore pre-deploy                       # the plan
   jsctl consumer snapshot restore pre-deploy --execute
   jsctl consumer snapshot restore pre-deploy billing --pause --execute
+  jsctl consumer snapshot restore pre-deploy --by-time             # a recreated stream
   jsctl consumer snapshot restore pre-deploy --from-file pre-deploy.json --forget-acks --execute`
 }
 
@@ -106,7 +117,7 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 	}
 	opts := reset.Options{
 		Timeout: env.Globals.Timeout, Now: env.Now, Method: reset.Method(c.Method), Force: c.Force,
-		ForgetAcks: c.ForgetAcks, AcksBucket: c.AcksBucket,
+		ForgetAcks: c.ForgetAcks, AcksBucket: c.AcksBucket, ByTime: c.ByTime,
 	}
 	c.pauseFlags.apply(&opts)
 	bar := env.Progress("planning")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil/positions"
+	"github.com/jsctl/jsctl/jsutil/reset"
 )
 
 // ConsumerSnapshotShowCmd shows a snapshot against where its consumers are
@@ -20,11 +21,18 @@ func (ConsumerSnapshotShowCmd) Help() string {
 	return `Shows a snapshot and, for each of its consumers, where it is now against it: its
 ack floor then and now, how many messages (within its filter) and how much message
 time it moved since (negative when it moved back), and which configuration fields
-changed, with both values. A consumer deleted since is shown as deleted.
+changed, with both values. A consumer deleted since is shown as deleted, with its
+saved configuration against the server's defaults (a restore creates it from that
+configuration); fields that change where messages go or whether they are
+acknowledged (deliver_subject, deliver_group, ack_policy, filter subjects,
+max_deliver) are warnings. A stream deleted and created again since the snapshot
+is a warning too: a restore refuses it unless --by-time.
 
 --json prints {"snapshot": the saved document, "consumers": [{"stream","consumer",
 "deleted","saved","now","moved_messages","moved_sequences","moved_ns",
-"config_changes":[{"field","saved","now"}],"warnings"}]}.
+"config_changes":[{"field","saved","now"}],"config_diff":[{"field","from","to",
+"warning"}],"warnings"}]}; config_diff is the saved configuration ("to") against
+the consumer now, or the server's defaults for a deleted one ("from").
 
 Examples:
   jsctl consumer snapshot show pre-deploy
@@ -93,6 +101,9 @@ func (c *ConsumerSnapshotShowCmd) Run(ctx context.Context, env *Env) error {
 		for _, ch := range m.ConfigChanges {
 			p.Printf("  %s: %s: %s -> %s\n", who, Escape(ch.Field), configValueText(ch.Field, ch.Saved), configValueText(ch.Field, ch.Now))
 		}
+		if m.Deleted {
+			printConfigDiff(p, who, "saved configuration against the server's defaults", m.ConfigDiff)
+		}
 		for _, w := range m.Warnings {
 			p.Printf("  %s: warning: %s\n", who, Escape(strings.TrimSpace(w)))
 		}
@@ -122,4 +133,28 @@ func configValueText(field string, raw json.RawMessage) string {
 		}
 	}
 	return Preview(raw, 80)
+}
+
+// printConfigDiff prints a saved configuration's difference (what it is
+// against), one field a line; called-out fields are marked.
+func printConfigDiff(p *Printer, who, what string, diff []reset.ConfigField) {
+	if len(diff) == 0 {
+		return
+	}
+	p.Printf("  %s: %s:\n", who, what)
+	for _, f := range diff {
+		mark := ""
+		if f.Warning != "" {
+			mark = "  (!)"
+		}
+		p.Printf("    %s: %s -> %s%s\n", Escape(f.Field), diffValueText(f.Field, f.From), diffValueText(f.Field, f.To), mark)
+	}
+}
+
+// diffValueText is configValueText, with an absent value as "unset".
+func diffValueText(field string, raw json.RawMessage) string {
+	if string(raw) == "null" {
+		return "unset"
+	}
+	return configValueText(field, raw)
 }

@@ -147,7 +147,7 @@ func (cmp *Comparison) diffDefaults(cs *ConsumerSnapshot) {
 	cmp.ConfigDiff = diff
 	for _, f := range diff {
 		if f.Warning != "" {
-			cmp.Warnings = append(cmp.Warnings, "the saved configuration sets "+f.Warning+" (against the server's defaults)")
+			cmp.Warnings = append(cmp.Warnings, "saved configuration against the server's defaults: "+f.Warning)
 		}
 	}
 }

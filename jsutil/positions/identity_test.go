@@ -54,12 +54,12 @@ func TestTamperedSnapshotShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []reset.ConfigField{
-		{Field: "ack_policy", From: json.RawMessage(`"explicit"`), To: json.RawMessage(`"none"`), Warning: `ack_policy: "explicit" -> "none" changes whether messages are acknowledged`},
-		{Field: "deliver_subject", From: json.RawMessage(`null`), To: json.RawMessage(`"tap.x"`), Warning: `deliver_subject: null -> "tap.x" changes where messages go (a push subject)`},
+		{Field: "ack_policy", From: json.RawMessage(`"explicit"`), To: json.RawMessage(`"none"`), Warning: `ack_policy: "explicit" -> "none": changes whether messages are acknowledged`},
+		{Field: "deliver_subject", From: json.RawMessage(`null`), To: json.RawMessage(`"tap.x"`), Warning: `deliver_subject: unset -> "tap.x": changes where messages go (a push subject)`},
 	}
 	wantWarnings := []string{
-		"the saved configuration sets " + want[0].Warning + " (against the server's defaults)",
-		"the saved configuration sets " + want[1].Warning + " (against the server's defaults)",
+		"saved configuration against the server's defaults: " + want[0].Warning,
+		"saved configuration against the server's defaults: " + want[1].Warning,
 	}
 	cmps, err := Compare(ctx, js, snap, Options{})
 	if err != nil {

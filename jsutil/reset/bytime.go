@@ -26,7 +26,7 @@ func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, strin
 				stream, timeText(t), m.Seq-1, timeText(m.FloorTime))
 		}
 	}
-	if m.StreamCreated == nil && (m.FloorTime != nil || m.Seq > 1) {
+	if m.StreamCreated == nil && m.FloorTime != nil {
 		c.warn("the saved position does not record when stream %q was created (saved by an older jsctl): checked only by its ack floor's time", stream)
 	}
 	if !p.opts.ByTime {

@@ -73,7 +73,7 @@ func DiffConfig(from, to json.RawMessage) ([]ConfigField, error) {
 		}
 		f := ConfigField{Field: k, From: nullOr(a[k]), To: nullOr(b[k])}
 		if what := calledOut[k]; what != "" {
-			f.Warning = fmt.Sprintf("%s: %s -> %s %s", k, f.From, f.To, what)
+			f.Warning = fmt.Sprintf("%s: %s -> %s: %s", k, valueText(f.From), valueText(f.To), what)
 		}
 		out = append(out, f)
 	}
@@ -115,6 +115,14 @@ func diffFields(raw json.RawMessage) (map[string][]byte, error) {
 	return out, nil
 }
 
+// valueText is a value in a warning: its JSON, or "unset".
+func valueText(v json.RawMessage) string {
+	if string(v) == "null" {
+		return "unset"
+	}
+	return string(v)
+}
+
 func nullOr(b []byte) json.RawMessage {
 	if b == nil {
 		return json.RawMessage("null")
@@ -139,7 +147,7 @@ func (c *Change) noteConfigDiff(from, saved json.RawMessage, created bool) {
 	}
 	for _, f := range diff {
 		if f.Warning != "" {
-			c.warn("the saved configuration sets %s (against the server's defaults)", f.Warning)
+			c.warn("saved configuration against the server's defaults: %s", f.Warning)
 		}
 	}
 }

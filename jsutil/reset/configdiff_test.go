@@ -18,9 +18,9 @@ func TestDiffConfig(t *testing.T) {
 	}
 	want := []ConfigField{
 		{Field: "ack_wait", From: json.RawMessage(`30000000000`), To: json.RawMessage(`45000000000`)},
-		{Field: "filter_subject", From: json.RawMessage(`"orders.eu"`), To: json.RawMessage(`null`), Warning: `filter_subject: "orders.eu" -> null changes which messages the consumer delivers`},
-		{Field: "filter_subjects", From: json.RawMessage(`null`), To: json.RawMessage(`["orders.>"]`), Warning: `filter_subjects: null -> ["orders.>"] changes which messages the consumer delivers`},
-		{Field: "max_deliver", From: json.RawMessage(`-1`), To: json.RawMessage(`5`), Warning: `max_deliver: -1 -> 5 changes how often a message is delivered before it is given up`},
+		{Field: "filter_subject", From: json.RawMessage(`"orders.eu"`), To: json.RawMessage(`null`), Warning: `filter_subject: "orders.eu" -> unset: changes which messages the consumer delivers`},
+		{Field: "filter_subjects", From: json.RawMessage(`null`), To: json.RawMessage(`["orders.>"]`), Warning: `filter_subjects: unset -> ["orders.>"]: changes which messages the consumer delivers`},
+		{Field: "max_deliver", From: json.RawMessage(`-1`), To: json.RawMessage(`5`), Warning: `max_deliver: -1 -> 5: changes how often a message is delivered before it is given up`},
 		{Field: "metadata", From: json.RawMessage(`null`), To: json.RawMessage(`{"team":"pay"}`)},
 	}
 	if !reflect.DeepEqual(got, want) {

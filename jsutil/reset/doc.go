@@ -51,6 +51,16 @@
 // history unless the history already has the change id, and delete the
 // record.
 //
+// Every step acts only on the objects the change was planned for, told by
+// their creation times (identity.go): a plan, an intent, a history record
+// and a snapshot keep the stream's and the consumer's, and an intent also
+// the creation time of the consumer its change created (noted just before
+// and right after the create). Execute refuses a stream or consumer created
+// again since the plan; recover leaves alone a consumer that is neither the
+// one the change found nor the one it made, and every consumer of a stream
+// created again since; PlanMoves refuses a saved position of a stream
+// created again since, or finds it by its saved time (Options.ByTime).
+//
 // Because history keeps each change's full configuration, --to-previous
 // rebuilds a consumer that no longer exists, and PlanMoves creates
 // consumers from saved configurations (a snapshot) with the same steps.

@@ -262,7 +262,9 @@ func TestPlanMovesCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := p.Changes[0]; c.Method != Create || !strings.Contains(c.Reason, "a test snapshot") || len(c.Warnings) != 1 {
+	// Warnings: its deliver policy, and its saved filters and max deliver
+	// against the server's defaults.
+	if c := p.Changes[0]; c.Method != Create || !strings.Contains(c.Reason, "a test snapshot") || len(c.Warnings) != 3 {
 		t.Fatalf("fresh: %+v", c)
 	}
 	if err := Execute(testCtx(t), js, p, Options{}); err != nil {
