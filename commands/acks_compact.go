@@ -11,6 +11,7 @@ import (
 type AcksCompactCmd struct {
 	acksBucketFlag
 	Scope string `name:"scope" placeholder:"NAME" predictor:"scope" help:"Only this scope; default every scope in the bucket."`
+	changeFlags
 }
 
 // Help is the long help of acks compact.
@@ -19,21 +20,37 @@ func (AcksCompactCmd) Help() string {
 jsctl consume records for each consumer of a scope: the messages it proved handled
 (from the consumer's ack floor). A redelivered message its consumer's floor covers
 counts as done without its record, so these records are no longer needed. Claims
-and failed records are kept. At a terminal a progress bar shows the deletions.
+and failed records are kept.
+
+Without --execute it prints how many records of each scope it would delete and
+changes nothing; with --execute at a terminal it asks first (--yes skips the
+question). At a terminal a progress bar shows the deletions.
 
 Examples:
   jsctl acks compact
-  jsctl acks compact --scope ORDERS.billing --json`
+  jsctl acks compact --scope ORDERS.billing --execute
+  jsctl acks compact --execute --yes --json`
 }
 
 // acksCompactJSON is one scope in compact's --json output.
 type acksCompactJSON struct {
-	Scope   string `json:"scope"`
-	Floor   uint64 `json:"floor"`
-	Deleted int    `json:"deleted"`
+	Scope       string `json:"scope"`
+	Floor       uint64 `json:"floor"`
+	Compactable int    `json:"compactable"`
+	Deleted     int    `json:"deleted"`
 }
 
-// Run compacts.
+// acksCompactDoc is compact's --json output.
+type acksCompactDoc struct {
+	Executed bool              `json:"executed"`
+	Bucket   string            `json:"bucket"`
+	Scopes   []acksCompactJSON `json:"scopes"`
+}
+
+// Validate checks the flags.
+func (c *AcksCompactCmd) Validate() error { return c.changeFlags.validate() }
+
+// Run plans, and with --execute, compacts.
 func (c *AcksCompactCmd) Run(ctx context.Context, env *Env) error {
 	p, err := env.Printer()
 	if err != nil {
@@ -53,31 +70,58 @@ func (c *AcksCompactCmd) Run(ctx context.Context, env *Env) error {
 	} else if scopes, err = st.Scopes(ctx); err != nil {
 		return err
 	}
-	out := make([]acksCompactJSON, 0, len(scopes))
-	for _, sc := range scopes {
+	doc := acksCompactDoc{Bucket: c.Bucket, Scopes: make([]acksCompactJSON, 0, len(scopes))}
+	recs := make([][]acks.Record, len(scopes))
+	total := 0
+	for i, sc := range scopes {
 		floor, err := st.ScopeFloor(ctx, sc)
 		if err != nil {
 			return err
 		}
-		recs, err := st.Compactable(ctx, sc)
-		if err != nil {
+		if recs[i], err = st.Compactable(ctx, sc); err != nil {
 			return err
 		}
-		n, err := forgetWithProgress(ctx, env, st, recs, "compacting scope "+acks.ScopeDisplay(sc))
+		total += len(recs[i])
+		doc.Scopes = append(doc.Scopes, acksCompactJSON{Scope: acks.ScopeDisplay(sc), Floor: floor, Compactable: len(recs[i])})
+	}
+	apply, err := askApply(ctx, env, p, applyRequest{
+		changeFlags: c.changeFlags, Changes: total,
+		Action:   fmt.Sprintf("compact bucket %s", c.Bucket),
+		Question: fmt.Sprintf("Delete %s?", plural(total, "done record", "done records")),
+		Print:    func(note string) error { return c.print(p, doc, note) },
+	})
+	if err != nil || !apply {
+		return err
+	}
+	doc.Executed = true
+	for i, sc := range scopes {
+		n, err := forgetWithProgress(ctx, env, st, recs[i], "compacting scope "+acks.ScopeDisplay(sc))
+		doc.Scopes[i].Deleted = n
 		if err != nil {
 			return fmt.Errorf("compact scope %q: %w", acks.ScopeDisplay(sc), err)
 		}
-		out = append(out, acksCompactJSON{Scope: acks.ScopeDisplay(sc), Floor: floor, Deleted: n})
 	}
+	return c.print(p, doc, "")
+}
+
+// print prints the plan (or, once executed, what was deleted) and note.
+func (c *AcksCompactCmd) print(p *Printer, doc acksCompactDoc, note string) error {
 	if p.JSON {
-		return p.PrintJSON(out)
+		return p.PrintJSON(doc)
 	}
-	if len(out) == 0 {
+	if len(doc.Scopes) == 0 {
 		p.Printf("No ack records in bucket %s.\n", c.Bucket)
 		return nil
 	}
-	for _, o := range out {
-		p.Printf("scope %s: deleted %d done records at or below floor %d\n", o.Scope, o.Deleted, o.Floor)
+	for _, o := range doc.Scopes {
+		if doc.Executed {
+			p.Printf("scope %s: deleted %d done records at or below floor %d\n", o.Scope, o.Deleted, o.Floor)
+		} else {
+			p.Printf("scope %s: %d done records at or below floor %d can be deleted\n", o.Scope, o.Compactable, o.Floor)
+		}
+	}
+	if note != "" {
+		p.Printf("%s\n", note)
 	}
 	return nil
 }

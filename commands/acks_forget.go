@@ -13,8 +13,8 @@ type AcksForgetCmd struct {
 	acksBucketFlag
 	Scope string `name:"scope" required:"" placeholder:"NAME" predictor:"scope" help:"Scope of the records (e.g. ORDERS.billing)."`
 	acksFilterFlags
-	All     bool `name:"all" help:"Forget every record of the scope (needed when no other filter is given)."`
-	Execute bool `name:"execute" help:"Delete the records (without it, only print the plan)."`
+	All bool `name:"all" help:"Forget every record of the scope (needed when no other filter is given)."`
+	changeFlags
 }
 
 // Help is the long help of acks forget.
@@ -22,7 +22,8 @@ func (AcksForgetCmd) Help() string {
 	return `Deletes the selected ack records (each with a compare-and-set on its revision) and
 lowers the floors of the scope's consumers below the lowest forgotten sequence, so those messages run
 again when they are redelivered (for instance after jsctl consumer reset). Without
---execute it only prints what it would delete.
+--execute it only prints what it would delete; with it, at a terminal it asks
+first unless --yes.
 
 Forgetting a claim whose handler is still running makes that handler lose its lease:
 it is stopped and its message is not marked done.
@@ -36,7 +37,10 @@ Examples:
 
 // Validate checks the flags.
 func (c *AcksForgetCmd) Validate() error {
-	if err := c.validate(); err != nil {
+	if err := c.acksFilterFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.changeFlags.validate(); err != nil {
 		return err
 	}
 	filtered := c.State != "" || c.FromSeq != 0 || c.ToSeq != 0 || c.Since != "" || c.Until != ""
@@ -81,23 +85,48 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	out := acksForgetJSON{Executed: c.Execute, Bucket: c.Bucket, Scope: acks.ScopeDisplay(scope), Selected: len(recs),
+	out := acksForgetJSON{Bucket: c.Bucket, Scope: acks.ScopeDisplay(scope), Selected: len(recs),
 		FloorBefore: floor, FloorAfter: floor, Records: acksRecordsOf(recs)}
 	newFloor := floor
 	for _, r := range recs {
 		newFloor = min(newFloor, r.Seq-1)
 	}
-	if c.Execute {
-		n, err := forgetWithProgress(ctx, env, st, recs, "forgetting records of scope "+out.Scope)
-		out.Forgotten = n
-		if err == nil && newFloor < floor {
-			err = st.LowerFloors(ctx, scope, newFloor+1)
-		}
-		if err != nil {
-			return fmt.Errorf("forgot %d of %d records of scope %q: %w", n, len(recs), out.Scope, err)
-		}
-	}
 	out.FloorAfter = newFloor
+	apply, err := askApply(ctx, env, p, applyRequest{
+		changeFlags: c.changeFlags, Changes: len(recs),
+		Action:   fmt.Sprintf("forget records of scope %q", out.Scope),
+		Question: fmt.Sprintf("Forget %s?", plural(len(recs), "record", "records")),
+		Print: func(note string) error {
+			if p.JSON || len(recs) == 0 {
+				return c.print(p, out, recs)
+			}
+			if err := acksTable(p, recs); err != nil {
+				return err
+			}
+			p.Printf("\nPlan: forget %d records of scope %s (floor %d -> %d).\n", len(recs), out.Scope, floor, newFloor)
+			if note != "" {
+				p.Printf("%s\n", note)
+			}
+			return nil
+		},
+	})
+	if err != nil || !apply {
+		return err
+	}
+	out.Executed = true
+	n, err := forgetWithProgress(ctx, env, st, recs, "forgetting records of scope "+out.Scope)
+	out.Forgotten = n
+	if err == nil && newFloor < floor {
+		err = st.LowerFloors(ctx, scope, newFloor+1)
+	}
+	if err != nil {
+		return fmt.Errorf("forgot %d of %d records of scope %q: %w", n, len(recs), out.Scope, err)
+	}
+	return c.print(p, out, recs)
+}
+
+// print prints what forget found and (once executed) did.
+func (c *AcksForgetCmd) print(p *Printer, out acksForgetJSON, recs []acks.Record) error {
 	if p.JSON {
 		return p.PrintJSON(out)
 	}
@@ -108,10 +137,6 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	if err := acksTable(p, recs); err != nil {
 		return err
 	}
-	if !c.Execute {
-		p.Printf("\nPlan: forget %d records of scope %s (floor %d -> %d). Run again with --execute to delete them.\n", len(recs), out.Scope, floor, newFloor)
-		return nil
-	}
-	p.Printf("\nForgot %d records of scope %s (floor %d -> %d).\n", out.Forgotten, out.Scope, floor, newFloor)
+	p.Printf("\nForgot %d records of scope %s (floor %d -> %d).\n", out.Forgotten, out.Scope, out.FloorBefore, out.FloorAfter)
 	return nil
 }

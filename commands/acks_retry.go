@@ -21,7 +21,7 @@ type AcksRetryCmd struct {
 	Batch      int           `name:"batch" default:"0" placeholder:"N" help:"Run CMD once per batch of up to N messages, NDJSON on its stdin as in consume; 0 = once per message."`
 	Lease      time.Duration `name:"lease" default:"30s" placeholder:"D" help:"Claim lease, renewed while CMD runs (whole seconds; at least 15s on a replicated bucket)."`
 	DeadLetter string        `name:"dead-letter" placeholder:"SUBJECT" help:"Publish a message that fails again to SUBJECT (a new dead letter) before keeping it failed."`
-	Execute    bool          `name:"execute" help:"Run the handler (without it, only print the plan)."`
+	changeFlags
 }
 
 // Help is the long help of acks retry.
@@ -40,7 +40,7 @@ Select with --seq, --key or --all-failed. Only failed records are retried: a rec
 that is done or claimed when its turn comes is skipped (duplicate or busy), one
 whose dead letter is pending waits for jsctl consume to publish it, and one whose
 message the stream no longer holds fails. Without --execute this prints the plan
-and changes nothing; at a terminal it asks first.
+and changes nothing; with it, at a terminal it asks first unless --yes.
 
 --json prints {"executed","bucket","scope","stream","command","records":[...]} and,
 once executed, "results" (one object per message, as consume's --json lines) and
@@ -57,6 +57,9 @@ Examples:
 
 // Validate checks the flags.
 func (c *AcksRetryCmd) Validate() error {
+	if err := c.changeFlags.validate(); err != nil {
+		return err
+	}
 	n := 0
 	for _, set := range []bool{c.Seq != 0, c.Key != "", c.AllFailed} {
 		if set {
@@ -124,7 +127,7 @@ func (c *AcksRetryCmd) Run(ctx context.Context, env *Env) error {
 		return nil
 	}
 	apply, err := askApply(ctx, env, p, applyRequest{
-		Execute: c.Execute, Changes: len(recs), Action: fmt.Sprintf("retry failed messages of scope %q", out.Scope),
+		changeFlags: c.changeFlags, Changes: len(recs), Action: fmt.Sprintf("retry failed messages of scope %q", out.Scope),
 		Print: func(note string) error {
 			if p.JSON {
 				return p.PrintJSON(out)

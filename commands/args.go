@@ -163,3 +163,25 @@ func shortQuote(s string) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// oldAcksBucketFlag is the spelling --acks-bucket, kept hidden for one
+// release after the ack-record bucket became --bucket on every command.
+type oldAcksBucketFlag struct {
+	OldAcksBucket string `name:"acks-bucket" hidden:"" placeholder:"NAME" help:"Deprecated spelling of --bucket."`
+}
+
+// oldAcksScopeFlag is the spelling --acks-scope, kept hidden for one release
+// after the ack-record scope became --scope on every command.
+type oldAcksScopeFlag struct {
+	OldAcksScope string `name:"acks-scope" hidden:"" placeholder:"NAME" help:"Deprecated spelling of --scope."`
+}
+
+// deprecatedFlag returns the value an old spelling gave (with a note on
+// stderr naming the new one), else cur.
+func deprecatedFlag(env *Env, old, name, val, cur string) string {
+	if val == "" {
+		return cur
+	}
+	fmt.Fprintf(env.Stderr, "jsctl: note: %s is deprecated and will be removed; use %s\n", old, name)
+	return val
+}

@@ -155,7 +155,7 @@ func TestLongValuesAreBadInput(t *testing.T) {
 		{"acks stats --scope", []string{"-s", url, "acks", "stats", "--scope", long}, "a scope is at most 511 bytes"},
 		{"acks get SCOPE", []string{"-s", url, "acks", "get", long, "1"}, "a scope is at most 511 bytes"},
 		{"acks ls --bucket", []string{"-s", url, "acks", "ls", "--bucket", long}, `--bucket "aaaa`},
-		{"consumer reset --acks-bucket", []string{"-s", url, "consumer", "reset", "ORDERS", "c", "--to-seq", "1", "--acks-bucket", long}, "a bucket name is 1 to 252 letters"},
+		{"consumer reset --bucket", []string{"-s", url, "consumer", "reset", "ORDERS", "c", "--to-seq", "1", "--bucket", long}, "a bucket name is 1 to 252 letters"},
 		{"--js-domain", []string{"-s", url, "--js-domain", long, "seek", "ORDERS", "now"}, "--js-domain: JetStream domain \"aaaa"},
 		{"--js-domain length", []string{"-s", url, "--js-domain", long, "seek", "ORDERS", "now"}, "a domain is at most 255 bytes"},
 		{"--context", []string{"--context", long[:5000], "seek", "ORDERS", "now"}, "--context: context name \"aaaa"},

@@ -113,10 +113,10 @@ type planRun struct {
 	// empty is printed when there are no plans at all.
 	empty string
 	opts  reset.Options
-	// execute, dryRun and export are the flags of the same names.
-	execute, dryRun bool
-	export          string
-	action          string
+	// change holds --execute, --yes and --dry-run; export is --export.
+	change changeFlags
+	export string
+	action string
 	// ran is set once execution started: plans not reached show "not run".
 	ran bool
 }
@@ -142,7 +142,7 @@ func (r *planRun) run(ctx context.Context, env *Env, p *Printer, js jetstream.Je
 		}
 	}
 	apply, err := askApply(ctx, env, p, applyRequest{
-		Execute: r.execute, DryRun: r.dryRun, Export: r.export, Changes: n, Action: r.action,
+		changeFlags: r.change, Export: r.export, Changes: n, Action: r.action,
 		Print:  func(note string) error { return r.print(p, note) },
 		Resume: "jsctl consumer reset --from-file " + quoteArgs([]string{r.export}) + " --execute",
 	})

@@ -41,7 +41,8 @@ type ConsumerCheckCmd struct {
 	FailedRecordsCrit *uint64 `name:"failed-records-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N failed ack records."`
 	StaleClaimsWarn   *uint64 `name:"stale-claims-warn" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Warn above N claims whose lease ran out."`
 	StaleClaimsCrit   *uint64 `name:"stale-claims-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N claims whose lease ran out."`
-	AcksBucket        string  `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket read by --failed-records-* and --stale-claims-*."`
+	AcksBucket        string  `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket read by --failed-records-* and --stale-claims-*."`
+	oldAcksBucketFlag
 }
 
 // Help is the long help of consumer check.
@@ -66,7 +67,7 @@ is CRITICAL; a server that cannot be reached, a permission error or a bad comman
 line is UNKNOWN (3), never 2.
 
 Failed ack records and claims whose lease ran out are read from the consumer's
-scope (STREAM.CONSUMER) in --acks-bucket only when one of their thresholds is
+scope (STREAM.CONSUMER) in --bucket only when one of their thresholds is
 given: that reads every record of the scope.
 
 Examples:
@@ -202,7 +203,7 @@ func (c *ConsumerCheckCmd) check(ctx context.Context, env *Env) (*positions.Repo
 	if err != nil {
 		return nil, err
 	}
-	return positions.Check(ctx, cl.JS, c.selection(c.Stream, c.Consumers, c.All), th, positionsOptions(env, c.AcksBucket))
+	return positions.Check(ctx, cl.JS, c.selection(c.Stream, c.Consumers, c.All), th, positionsOptions(env, deprecatedFlag(env, "--acks-bucket", "--bucket", c.OldAcksBucket, c.AcksBucket)))
 }
 
 // printNagios writes the report in the Nagios plugin format: the status

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -14,6 +15,7 @@ type ConsumerPauseCmd struct {
 	Consumer string `arg:"" predictor:"consumer" help:"Consumer to pause."`
 	Until    string `name:"until" placeholder:"TIME" predictor:"time" help:"Pause until TIME (any form listed under Times in jsctl --help, e.g. +2h or \"2026-11-29 12:00\")."`
 	For      string `name:"for" placeholder:"DURATION" help:"Pause for DURATION from now (90m, 2h, 1d)."`
+	oneChangeFlags
 }
 
 // Help is the long help of consumer pause.
@@ -22,7 +24,9 @@ func (ConsumerPauseCmd) Help() string {
 keeps its position and configuration, answers no pull requests and pushes nothing
 until the pause ends by itself or "jsctl consumer resume" ends it. Clients stay
 connected; pull requests wait. Without --until or --for it stays paused until
-resumed. "jsctl consumer ls" and "consumer info" show the pause.
+resumed. "jsctl consumer ls" and "consumer info" show the pause. It acts at
+once; at a terminal it asks first unless --yes, and --dry-run only says what it
+would do.
 
 --json prints {"stream","consumer","paused","pause_until","until_resumed"}.
 
@@ -65,6 +69,13 @@ func (c *ConsumerPauseCmd) Run(ctx context.Context, env *Env) error {
 			return jsutil.Errorf(jsutil.ErrBadInput, "pause consumer %q on %q: --for wants a positive duration, got %s", c.Consumer, c.Stream, c.For)
 		}
 		until = env.Now().Add(d)
+	}
+	what := fmt.Sprintf("pause consumer %s on %s until resumed", Escape(c.Consumer), Escape(c.Stream))
+	if !until.Equal(positions.UntilResumed()) {
+		what = fmt.Sprintf("pause consumer %s on %s until %s", Escape(c.Consumer), Escape(c.Stream), p.Time(until))
+	}
+	if ok, err := askOne(ctx, env, p, c.oneChangeFlags, what, fmt.Sprintf("pause consumer %q on %q", c.Consumer, c.Stream)); err != nil || !ok {
+		return err
 	}
 	cl, err := env.Client(ctx)
 	if err != nil {

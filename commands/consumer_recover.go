@@ -12,7 +12,7 @@ import (
 type ConsumerRecoverCmd struct {
 	Stream    string   `arg:"" predictor:"stream" help:"Stream whose unfinished consumer changes to finish."`
 	Consumers []string `arg:"" optional:"" predictor:"consumer" help:"Only these consumers (default: every consumer with an unfinished change)."`
-	Execute   bool     `name:"execute" help:"Finish the changes (without it they are only listed)."`
+	changeFlags
 }
 
 // Help is the long help of consumer recover.
@@ -23,7 +23,8 @@ consumer is in now, and what finishing the change does. With --execute it
 finishes them: a deleted consumer is created again with its recorded
 configuration at the planned target, a half-made change is completed, each
 is verified, recorded in history (once) and its intent record removed.
-Without --execute nothing changes. Each change is claimed (compare-and-set
+Without --execute nothing changes; with it, at a terminal it asks first unless
+--yes. Each change is claimed (compare-and-set
 on its intent record) before it is finished, so of two runs started together
 only one finishes it; the other leaves it alone with a warning.
 
@@ -54,17 +55,31 @@ func (c *ConsumerRecoverCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	var execErr error
-	if c.Execute {
-		execErr = reset.ExecuteRecover(ctx, cl.JS, r, opts)
+	if len(r.Changes) == 0 {
+		return printRecovery(p, r, "")
 	}
-	if err := printRecovery(p, r); err != nil {
+	apply, err := askApply(ctx, env, p, applyRequest{
+		changeFlags: c.changeFlags, Changes: len(r.Changes),
+		Action:   fmt.Sprintf("recover consumers on %q", r.Stream),
+		Question: fmt.Sprintf("Finish %s?", plural(len(r.Changes), "unfinished change", "unfinished changes")),
+		Print:    func(note string) error { return printRecovery(p, r, note) },
+	})
+	if err != nil || !apply {
+		return err
+	}
+	execErr := reset.ExecuteRecover(ctx, cl.JS, r, opts)
+	if err := printRecovery(p, r, ""); err != nil {
 		return err
 	}
 	return execErr
 }
 
-func printRecovery(p *Printer, r *reset.Recovery) error {
+// Validate checks the flags.
+func (c *ConsumerRecoverCmd) Validate() error { return c.changeFlags.validate() }
+
+// printRecovery prints what recover found (and, once executed, did),
+// followed by note when it is not empty.
+func printRecovery(p *Printer, r *reset.Recovery, note string) error {
 	if p.JSON {
 		return p.PrintJSON(r)
 	}
@@ -96,8 +111,8 @@ func printRecovery(p *Printer, r *reset.Recovery) error {
 			p.Printf("  %s: failed: %s\n", rc.Consumer, rc.Error)
 		}
 	}
-	if !r.Executed {
-		p.Printf("Nothing changed. Pass --execute to finish %s.\n", map[bool]string{true: "it", false: "them"}[len(r.Changes) == 1])
+	if note != "" {
+		p.Printf("%s\n", note)
 	}
 	return nil
 }

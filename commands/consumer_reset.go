@@ -31,26 +31,28 @@ type ConsumerResetCmd struct {
 
 	All bool `name:"all" help:"Move every durable consumer of the stream (of each stream with --streams)."`
 	streamsFlag
-	Execute bool   `name:"execute" help:"Apply the plan (without it the plan is only printed)."`
-	DryRun  bool   `name:"dry-run" help:"Only print the plan, without asking, even at a terminal (the default without a terminal)."`
-	Method  string `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
-	Force   bool   `name:"force" help:"Move busy consumers while clients read from them (prefer --pause), and accept moves that skip messages for good."`
+	changeFlags
+	Method string `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
+	Force  bool   `name:"force" help:"Move busy consumers while clients read from them (prefer --pause), and accept moves that skip messages for good."`
 	pauseFlags
 	ForgetAcks bool   `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
-	AcksBucket string `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket."`
-	AcksScope  string `name:"acks-scope" placeholder:"NAME" predictor:"scope" help:"Ack-record scope (default STREAM.CONSUMER)."`
-	Export     string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE."`
-	FromFile   string `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Apply a plan saved with --export (no stream, consumers, --all or target)."`
+	AcksBucket string `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket (jsctl consume's records)."`
+	AcksScope  string `name:"scope" placeholder:"NAME" predictor:"scope" help:"Ack-record scope (default STREAM.CONSUMER)."`
+	oldAcksBucketFlag
+	oldAcksScopeFlag
+	Export   string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE."`
+	FromFile string `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Apply a plan saved with --export (no stream, consumers, --all or target)."`
 }
 
 // Help is the long help of consumer reset.
 func (ConsumerResetCmd) Help() string {
 	return `Moves durable consumers of a stream to a time or sequence. Without --execute
-it prints the plan and changes nothing. Only when stdin and stdout are both a
-terminal (and without --dry-run, --json or --export) it asks before applying;
-only "y" applies, and anything else or Ctrl-C cancels (exit 6). --export FILE
-writes the plan for review and never applies it: apply the file later with
---from-file FILE --execute.
+it prints the plan and changes nothing, terminal or not. With --execute, when
+stdin and stdout are both a terminal (and without --yes or --json), it shows
+the plan and asks before applying: only "y" or "yes" applies, and anything
+else or Ctrl-C cancels (exit 6); without a terminal it applies without asking.
+--export FILE writes the plan for review and never applies it: apply the file
+later with --from-file FILE --execute.
 
 Each consumer is moved in place with the server's consumer reset API where
 the server and the consumer's deliver policy allow it, else deleted and
@@ -135,8 +137,8 @@ func (c *ConsumerResetCmd) Validate() error {
 	if err := c.selection(c.Stream, c.Consumers, c.All).Validate(); err != nil {
 		return err
 	}
-	if c.Execute && c.DryRun {
-		return jsutil.Errorf(jsutil.ErrBadInput, "--execute and --dry-run cannot be used together")
+	if err := c.changeFlags.validate(); err != nil {
+		return err
 	}
 	if c.Export != "" && c.Execute {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--export writes a plan for review and never applies it: drop --execute, then apply the file with --from-file FILE --execute")
@@ -186,8 +188,10 @@ func (c *ConsumerResetCmd) options(env *Env) reset.Options {
 	o := reset.Options{
 		Timeout: env.Globals.Timeout,
 		Method:  reset.Method(c.Method), Force: c.Force,
-		ForgetAcks: c.ForgetAcks, AcksBucket: c.AcksBucket, AcksScope: c.AcksScope,
-		Now: env.Now,
+		ForgetAcks: c.ForgetAcks,
+		AcksBucket: deprecatedFlag(env, "--acks-bucket", "--bucket", c.OldAcksBucket, c.AcksBucket),
+		AcksScope:  deprecatedFlag(env, "--acks-scope", "--scope", c.OldAcksScope, c.AcksScope),
+		Now:        env.Now,
 	}
 	c.pauseFlags.apply(&o)
 	return o
@@ -201,7 +205,7 @@ func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
 	}
 	opts := c.options(env)
 	r := &planRun{
-		opts: opts, execute: c.Execute, dryRun: c.DryRun, export: c.Export, set: len(c.Streams) > 0,
+		opts: opts, change: c.changeFlags, export: c.Export, set: len(c.Streams) > 0,
 		empty: "No streams match " + strings.Join(c.Streams, ", ") + ".",
 	}
 	var saved []*reset.Plan

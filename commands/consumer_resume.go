@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
@@ -10,12 +11,14 @@ import (
 type ConsumerResumeCmd struct {
 	Stream   string `arg:"" predictor:"stream" help:"Stream of the consumer."`
 	Consumer string `arg:"" predictor:"consumer" help:"Consumer to resume."`
+	oneChangeFlags
 }
 
 // Help is the long help of consumer resume.
 func (ConsumerResumeCmd) Help() string {
 	return `Ends a consumer's pause (see jsctl consumer pause): it delivers again from where
-it stopped. Resuming a consumer that is not paused changes nothing.
+it stopped. Resuming a consumer that is not paused changes nothing. At a
+terminal it asks first unless --yes; --dry-run only says what it would do.
 
 --json prints {"stream","consumer","paused":false,"pause_until":null,"until_resumed":false}.
 
@@ -26,7 +29,15 @@ Examples:
 
 // Run resumes the consumer.
 func (c *ConsumerResumeCmd) Run(ctx context.Context, env *Env) error {
-	cl, p, err := env.Session(ctx)
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("resume consumer %s on %s", Escape(c.Consumer), Escape(c.Stream))
+	if ok, err := askOne(ctx, env, p, c.oneChangeFlags, what, fmt.Sprintf("resume consumer %q on %q", c.Consumer, c.Stream)); err != nil || !ok {
+		return err
+	}
+	cl, err := env.Client(ctx)
 	if err != nil {
 		return err
 	}

@@ -12,17 +12,17 @@ import (
 // ConsumerSnapshotRestoreCmd returns consumers to the positions a snapshot
 // saved.
 type ConsumerSnapshotRestoreCmd struct {
-	Name       string   `arg:"" predictor:"snapshot" help:"Snapshot to restore (with --from-file: the name the file holds)."`
-	Consumers  []string `arg:"" optional:"" predictor:"snapshot-consumer" help:"Only these consumers of the snapshot: CONSUMER, or STREAM/CONSUMER for a name it holds on several streams (default: all)."`
-	FromFile   string   `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Restore the snapshot exported to FILE (snapshot save --export) instead of the stored one."`
-	Execute    bool     `name:"execute" help:"Apply the plan (without it the plan is only printed)."`
-	DryRun     bool     `name:"dry-run" help:"Only print the plan, without asking, even at a terminal (the default without a terminal)."`
-	Method     string   `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
-	Force      bool     `name:"force" help:"Move busy consumers while clients read from them (prefer --pause), and accept moves that skip messages for good."`
-	ForgetAcks bool     `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
-	AcksBucket string   `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket."`
-	Export     string   `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE (apply it with jsctl consumer reset --from-file FILE --execute)."`
-	ByTime     bool     `name:"by-time" help:"Find each saved position by its saved time (the first message after the saved ack floor's time) instead of its sequence, as for a stream deleted and created again since the snapshot."`
+	Name      string   `arg:"" predictor:"snapshot" help:"Snapshot to restore (with --from-file: the name the file holds)."`
+	Consumers []string `arg:"" optional:"" predictor:"snapshot-consumer" help:"Only these consumers of the snapshot: CONSUMER, or STREAM/CONSUMER for a name it holds on several streams (default: all)."`
+	FromFile  string   `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Restore the snapshot exported to FILE (snapshot save --export) instead of the stored one."`
+	changeFlags
+	Method     string `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
+	Force      bool   `name:"force" help:"Move busy consumers while clients read from them (prefer --pause), and accept moves that skip messages for good."`
+	ForgetAcks bool   `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
+	AcksBucket string `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket (jsctl consume's records)."`
+	oldAcksBucketFlag
+	Export string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE (apply it with jsctl consumer reset --from-file FILE --execute)."`
+	ByTime bool   `name:"by-time" help:"Find each saved position by its saved time (the first message after the saved ack floor's time) instead of its sequence, as for a stream deleted and created again since the snapshot."`
 	pauseFlags
 }
 
@@ -36,7 +36,8 @@ the stream no longer holds is clamped to the stream's first message, with a
 warning.
 
 It is a consumer reset like any other, with the same plan, guards and output:
-without --execute it prints the plan and changes nothing (at a terminal it asks);
+without --execute it prints the plan and changes nothing (with it, at a terminal it
+asks first unless --yes);
 each change writes an intent record first (a killed run is finished by jsctl
 consumer recover), is verified from the server's reply and recorded in the
 consumer's history (jsctl consumer reset STREAM CONSUMER --to-previous undoes
@@ -77,8 +78,8 @@ func (c *ConsumerSnapshotRestoreCmd) Validate() error {
 	if err := c.pauseFlags.validate(); err != nil {
 		return err
 	}
-	if c.Execute && c.DryRun {
-		return jsutil.Errorf(jsutil.ErrBadInput, "--execute and --dry-run cannot be used together")
+	if err := c.changeFlags.validate(); err != nil {
+		return err
 	}
 	if c.Export != "" && c.Execute {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--export writes a plan for review and never applies it: drop --execute, then apply the file with jsctl consumer reset --from-file FILE --execute")
@@ -117,7 +118,7 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 	}
 	opts := reset.Options{
 		Timeout: env.Globals.Timeout, Now: env.Now, Method: reset.Method(c.Method), Force: c.Force,
-		ForgetAcks: c.ForgetAcks, AcksBucket: c.AcksBucket, ByTime: c.ByTime,
+		ForgetAcks: c.ForgetAcks, AcksBucket: deprecatedFlag(env, "--acks-bucket", "--bucket", c.OldAcksBucket, c.AcksBucket), ByTime: c.ByTime,
 	}
 	c.pauseFlags.apply(&opts)
 	bar := env.Progress("planning")
@@ -130,7 +131,7 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 	opts.Progress = nil
 	r := &planRun{
 		plans: plans, target: reset.Target{Kind: reset.ToSaved, Snapshot: snap.Name}, set: true, opts: opts,
-		execute: c.Execute, dryRun: c.DryRun, export: c.Export,
+		change: c.changeFlags, export: c.Export,
 		title:  fmt.Sprintf("restore snapshot %s (taken %s by %s)", Escape(snap.Name), p.Time(snap.Created), snapshotWho(snap)),
 		empty:  fmt.Sprintf("Snapshot %s holds no consumers.", Escape(snap.Name)),
 		action: fmt.Sprintf("restore snapshot %q on %s", snap.Name, streamsText(plans)),

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
@@ -9,12 +10,14 @@ import (
 // ConsumerSnapshotRmCmd removes a snapshot.
 type ConsumerSnapshotRmCmd struct {
 	Name string `arg:"" predictor:"snapshot" help:"Snapshot to remove."`
+	oneChangeFlags
 }
 
 // Help is the long help of consumer snapshot rm.
 func (ConsumerSnapshotRmCmd) Help() string {
 	return `Removes a snapshot from the KV bucket JSCTL_SNAPSHOTS. Consumers are not touched.
-An unknown name is exit code 3.
+An unknown name is exit code 3. At a terminal it asks first unless --yes;
+--dry-run only says what it would do.
 
 --json prints {"removed":"NAME"}.
 
@@ -24,7 +27,15 @@ Examples:
 
 // Run removes the snapshot.
 func (c *ConsumerSnapshotRmCmd) Run(ctx context.Context, env *Env) error {
-	cl, p, err := env.Session(ctx)
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	what := "remove snapshot " + Escape(c.Name)
+	if ok, err := askOne(ctx, env, p, c.oneChangeFlags, what, fmt.Sprintf("remove snapshot %q", c.Name)); err != nil || !ok {
+		return err
+	}
+	cl, err := env.Client(ctx)
 	if err != nil {
 		return err
 	}

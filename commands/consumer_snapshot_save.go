@@ -19,7 +19,8 @@ type ConsumerSnapshotSaveCmd struct {
 	streamsFlag
 	Description string `name:"description" placeholder:"TEXT" help:"What the snapshot is for (shown by snapshot ls and show)."`
 	Export      string `name:"export" placeholder:"FILE" predictor:"file" help:"Also write the snapshot document as JSON to FILE."`
-	AcksBucket  string `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket whose scopes (STREAM.CONSUMER) are saved too."`
+	AcksBucket  string `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket whose scopes (STREAM.CONSUMER) are saved too."`
+	oldAcksBucketFlag
 }
 
 // Help is the long help of consumer snapshot save.
@@ -57,7 +58,7 @@ func (c *ConsumerSnapshotSaveCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	snap, err := positions.Save(ctx, cl.JS, c.Name, c.Description, c.selection(c.Stream, c.Consumers, c.All), positionsOptions(env, c.AcksBucket))
+	snap, err := positions.Save(ctx, cl.JS, c.Name, c.Description, c.selection(c.Stream, c.Consumers, c.All), positionsOptions(env, deprecatedFlag(env, "--acks-bucket", "--bucket", c.OldAcksBucket, c.AcksBucket)))
 	if err != nil {
 		return err
 	}

@@ -136,6 +136,9 @@ func (c *DemoCmd) Run(ctx context.Context, env *Env) (err error) {
 	d := &demo{ctx: ctx, env: env, client: client, out: w, w: w}
 	fmt.Fprintf(d.out, "jsctl demo: the three jobs of jsctl on a throw-away embedded JetStream server.\n")
 	if err := c.steps(d); err != nil {
+		if ctx.Err() != nil { // Ctrl-C: say so, not "context canceled"
+			return jsutil.Errorf(jsutil.ErrCancelled, "demo: interrupted")
+		}
 		return err
 	}
 	took := time.Since(start).Round(time.Millisecond)

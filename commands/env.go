@@ -11,22 +11,22 @@ import (
 
 // Globals are the flags every command accepts.
 type Globals struct {
-	Server   string        `short:"s" name:"server" env:"NATS_URL" placeholder:"URL" help:"NATS server URLs, comma separated (default ${default_url})."`
-	Context  string        `name:"context" env:"NATS_CONTEXT" placeholder:"NAME" help:"Saved nats CLI context to use (flags override its values)."`
-	Creds    string        `name:"creds" env:"NATS_CREDS" placeholder:"FILE" help:"User credentials file."`
-	NKey     string        `name:"nkey" env:"NATS_NKEY" placeholder:"FILE" help:"User NKEY seed file."`
-	User     string        `name:"user" env:"NATS_USER" placeholder:"USER" help:"User name (with --password)."`
-	Password string        `name:"password" env:"NATS_PASSWORD" placeholder:"PASSWORD" help:"Password."`
-	Token    string        `name:"token" env:"NATS_TOKEN" placeholder:"TOKEN" help:"Authentication token."`
-	TLSCert  string        `name:"tlscert" env:"NATS_CERT" placeholder:"FILE" help:"TLS client certificate."`
-	TLSKey   string        `name:"tlskey" env:"NATS_KEY" placeholder:"FILE" help:"TLS client key."`
-	TLSCA    string        `name:"tlsca" env:"NATS_CA" placeholder:"FILE" help:"TLS certificate authority."`
-	Timeout  time.Duration `name:"timeout" env:"NATS_TIMEOUT" default:"5s" help:"Time to wait for the server to connect and to answer each request."`
-	JSDomain string        `name:"js-domain" env:"NATS_JS_DOMAIN" placeholder:"DOMAIN" help:"JetStream domain (at most 255 bytes, without spaces, \".\", \"*\" or \">\")."`
-	Embedded string        `name:"embedded" env:"JSCTL_EMBEDDED" placeholder:"DIR" help:"Run against an in-process JetStream server over store directory DIR (relative to the working directory; created if missing)."`
-	Sync     string        `name:"sync" env:"JSCTL_SYNC" default:"always" placeholder:"always|DURATION" help:"fsync policy of a server jsctl runs (--embedded, serve, demo): always (every write is on disk before it is acknowledged) or a DURATION between background syncs."`
-	JSON     bool          `short:"j" name:"json" help:"Print JSON for scripts."`
-	TZ       string        `name:"tz" env:"JSCTL_TZ" placeholder:"ZONE" help:"Time zone for reading and printing times (IANA name, UTC or Local; default local)."`
+	Server   string        `short:"s" name:"server" env:"NATS_URL" placeholder:"URL" help:"NATS server URLs, comma separated (default ${default_url})." group:"connection"`
+	Context  string        `name:"context" env:"NATS_CONTEXT" placeholder:"NAME" help:"Saved nats CLI context to use (flags override its values)." group:"connection"`
+	Creds    string        `name:"creds" env:"NATS_CREDS" placeholder:"FILE" help:"User credentials file." group:"connection"`
+	NKey     string        `name:"nkey" env:"NATS_NKEY" placeholder:"FILE" help:"User NKEY seed file." group:"connection"`
+	User     string        `name:"user" env:"NATS_USER" placeholder:"USER" help:"User name (with --password)." group:"connection"`
+	Password string        `name:"password" env:"NATS_PASSWORD" placeholder:"PASSWORD" help:"Password." group:"connection"`
+	Token    string        `name:"token" env:"NATS_TOKEN" placeholder:"TOKEN" help:"Authentication token." group:"connection"`
+	TLSCert  string        `name:"tlscert" env:"NATS_CERT" placeholder:"FILE" help:"TLS client certificate." group:"connection"`
+	TLSKey   string        `name:"tlskey" env:"NATS_KEY" placeholder:"FILE" help:"TLS client key." group:"connection"`
+	TLSCA    string        `name:"tlsca" env:"NATS_CA" placeholder:"FILE" help:"TLS certificate authority." group:"connection"`
+	Timeout  time.Duration `name:"timeout" env:"NATS_TIMEOUT" default:"5s" help:"Time to wait for the server to connect and to answer each request." group:"connection"`
+	JSDomain string        `name:"js-domain" env:"NATS_JS_DOMAIN" placeholder:"DOMAIN" help:"JetStream domain (at most 255 bytes, without spaces, \".\", \"*\" or \">\")." group:"connection"`
+	Embedded string        `name:"embedded" env:"JSCTL_EMBEDDED" placeholder:"DIR" help:"Run against an in-process JetStream server over store directory DIR (relative to the working directory; created if missing)." group:"connection"`
+	Sync     string        `name:"sync" env:"JSCTL_SYNC" default:"always" placeholder:"always|DURATION" help:"fsync policy of a server jsctl runs (--embedded, serve, demo): always (every write is on disk before it is acknowledged) or a DURATION between background syncs." group:"connection"`
+	JSON     bool          `short:"j" name:"json" help:"Print JSON for scripts." group:"output"`
+	TZ       string        `name:"tz" env:"JSCTL_TZ" placeholder:"ZONE" help:"Time zone for reading and printing times (IANA name, UTC or Local; default local)." group:"output"`
 }
 
 // Env is what a command's Run receives: the global flags, the standard

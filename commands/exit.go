@@ -30,8 +30,11 @@ const exitCodesHelp = `Exit codes:
   5  conflict (consumer busy, plan out of date, compare-and-set lost, refusal without --force)
   6  cancelled (interrupted, or a confirmation declined)
   7  permission denied by the server
-  consumer check alone follows the monitoring convention instead:
-  0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (any error, bad usage included)`
+  Two commands differ:
+  consumer check follows the monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL,
+    3 UNKNOWN (any error, bad usage included);
+  consume stopped by SIGINT/SIGTERM exits as if it had ended by itself: 0, or 1
+    when a message failed in the run (a stop is how it normally ends, not a cancel).`
 
 // ExitStatus is an error that carries its own exit code, for a command
 // whose codes follow another convention than the table above (consumer

@@ -40,6 +40,9 @@ type exitRequest struct{ code int }
 
 // Run runs jsctl with explicit streams; Main is Run on the process's own.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) (code int) {
+	out := &stdoutWriter{w: stdout}
+	defer func() { code = outputCode(code, out.err, stderr) }()
+	stdout = out
 	cli := &CLI{}
 	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(stderr), Now: time.Now}
 	defer env.Close()
@@ -49,7 +52,18 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ExitFailure
 	}
 	defer catchPanic(&code, stderr, &cli.Globals)
+	args, topic := helpArgs(args)
+	if topic != "" {
+		if err := printTopic(stdout, topic); err != nil {
+			fmt.Fprintf(stderr, "jsctl: error: write standard output: %v\n", err)
+			return ExitFailure
+		}
+		return ExitOK
+	}
 	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
+	if err != nil && out.err != nil { // help that could not be written
+		return ExitFailure // outputCode says why
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
 		var pe *kong.ParseError
@@ -76,10 +90,30 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if ctx.Err() != nil && !env.stopsOnSignal && !errors.Is(err, jsutil.ErrCancelled) {
 		err = jsutil.Classify(jsutil.ErrCancelled, err)
 	}
-	if msg := errorText(err); msg != "" {
+	if msg := errorText(err); msg != "" && !errors.Is(err, syscall.EPIPE) {
 		fmt.Fprintf(stderr, "jsctl: error: %s\n", maskSecrets(msg, &cli.Globals))
 	}
 	return exitCode(err)
+}
+
+// outputCode is Run's exit code once standard output's fate is known: a
+// command that succeeded but could not write its output failed (exit 1),
+// except on a closed pipe (jsctl ... | head), where the reader took what it
+// wanted: that ends quietly with the command's own code.
+func outputCode(code int, werr error, stderr io.Writer) int {
+	switch {
+	case werr == nil:
+		return code
+	case errors.Is(werr, syscall.EPIPE):
+		if code == ExitFailure {
+			return ExitOK // the failure was the closed pipe itself
+		}
+		return code
+	case code == ExitOK || code == ExitFailure:
+		fmt.Fprintf(stderr, "jsctl: error: %v\n", werr)
+		return ExitFailure
+	}
+	return code
 }
 
 // catchPanic, deferred by Run, turns kong's exit after --help into its
@@ -137,6 +171,10 @@ func newParser(cli *CLI, env *Env, stdout, stderr io.Writer) (*kong.Kong, error)
 			"default_url": jsutil.DefaultURL,
 			"time_forms":  jsutil.TimeForms,
 		},
+		kong.ExplicitGroups([]kong.Group{
+			{Key: "output", Title: "Output flags (every command):"},
+			{Key: "connection", Title: "Connection flags (every command; see jsctl help connecting):"},
+		}),
 		kong.Bind(env),
 		kong.WithHyphenPrefixedParameters(true),
 	)

@@ -152,3 +152,23 @@ func DurationText(d time.Duration) string {
 	}
 	return d.String()
 }
+
+// stdoutWriter remembers the first error writing standard output, so that a
+// command whose text went nowhere (a full disk, a closed pipe) does not
+// exit 0: Printer.Printf, like fmt.Fprintf, drops the error of each write.
+type stdoutWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stdoutWriter) Write(b []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(b)
+	if err != nil {
+		s.err = fmt.Errorf("write standard output: %w", err)
+		return n, s.err
+	}
+	return n, nil
+}

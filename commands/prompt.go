@@ -18,14 +18,34 @@ func isTerminal(f *os.File) bool {
 	return term.IsTerminal(int(f.Fd()))
 }
 
+// changeFlags are the flags of every command that changes or deletes state.
+// One contract, decided in askApply: without --execute the command prints
+// its plan and changes nothing, terminal or not (--dry-run says so
+// explicitly); with --execute at a terminal it shows the plan and asks
+// [y/N] (only y or yes, in any case, applies); --yes skips the question;
+// without a terminal (or with --json) --execute applies without asking.
+type changeFlags struct {
+	Execute bool `name:"execute" help:"Apply the change (without it only the plan is printed; at a terminal jsctl asks first unless --yes)."`
+	Yes     bool `name:"yes" short:"y" help:"With --execute: apply without asking, even at a terminal."`
+	DryRun  bool `name:"dry-run" help:"Only print the plan and change nothing (the default; stated explicitly)."`
+}
+
+// validate checks the combinations every changing command refuses.
+func (f changeFlags) validate() error {
+	if f.Execute && f.DryRun {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--execute and --dry-run cannot be used together")
+	}
+	if f.Yes && !f.Execute {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--yes answers the question --execute asks at a terminal: add --execute (without it nothing changes)")
+	}
+	return nil
+}
+
 // applyRequest describes the plan a plan-first command is about to apply and
-// the flags the user gave. Every plan-first command decides through
+// the flags the user gave. Every command that changes state decides through
 // askApply, so they all prompt, refuse and word their plans alike.
 type applyRequest struct {
-	// Execute is --execute: apply without asking.
-	Execute bool
-	// DryRun is --dry-run: only print the plan, even at a terminal.
-	DryRun bool
+	changeFlags
 	// Export is the --export file, if any: the plan is written for review,
 	// and such a run never asks and never applies.
 	Export string
@@ -34,6 +54,8 @@ type applyRequest struct {
 	Changes int
 	// Action names the change in errors: `reset consumers on "ORDERS"`.
 	Action string
+	// Question overrides the question asked ("Apply this 1 change?").
+	Question string
 	// Print prints the plan followed by note (a line for people; "" for
 	// none). In --json mode it prints the JSON document and ignores note.
 	Print func(note string) error
@@ -55,38 +77,44 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// askApply decides whether a plan is applied:
-//   - --execute: yes, without asking (the caller prints the outcome);
+// askApply decides whether a plan is applied (see changeFlags):
 //   - --export FILE: no, never asking: the plan is for review;
-//   - --dry-run, --json, an empty plan, or stdin and stdout not both a
-//     terminal: no, without reading stdin (scripts are never prompted);
-//   - otherwise it prints the plan and asks on stderr. Only "y" or "yes"
-//     applies; anything else, or end of input, is an ErrCancelled error;
-//     so is Ctrl-C (ctx done), which returns at once.
+//   - no --execute (or --dry-run): no; the plan is printed with a note
+//     saying nothing changed, and stdin is never read;
+//   - --execute with an empty plan: yes (there is nothing to ask about);
+//   - --execute with --yes, --json, or stdin and stdout not both a
+//     terminal: yes, without asking (scripts are never prompted);
+//   - --execute at a terminal: it prints the plan and asks on stderr. Only
+//     "y" or "yes" (any case) applies; anything else, or end of input, is
+//     an ErrCancelled error; so is Ctrl-C (ctx done), which returns at once.
 //
 // When it returns false with a nil error, the plan has been printed with a
 // note saying that nothing changed.
 func askApply(ctx context.Context, env *Env, p *Printer, r applyRequest) (bool, error) {
 	switch {
-	case r.Execute:
-		return true, nil
 	case r.Export != "":
 		note := fmt.Sprintf("Plan written to %s; nothing changed.", r.Export)
 		if r.Resume != "" {
 			note += " Review it, then apply it with: " + r.Resume
 		}
 		return false, r.Print(note)
-	case r.DryRun || p.JSON || r.Changes == 0 || !env.IsTerminal:
+	case !r.Execute || r.DryRun:
 		return false, r.Print(dryRunNote)
+	case r.Changes == 0 || r.Yes || p.JSON || !env.IsTerminal:
+		return true, nil
 	}
 	if err := r.Print(""); err != nil {
 		return false, err
 	}
-	q := "Apply this 1 change? [y/N] "
-	if r.Changes != 1 {
-		q = fmt.Sprintf("Apply these %s? [y/N] ", plural(r.Changes, "change", "changes"))
+	q := r.Question
+	switch {
+	case q != "":
+	case r.Changes == 1:
+		q = "Apply this 1 change?"
+	default:
+		q = fmt.Sprintf("Apply these %s?", plural(r.Changes, "change", "changes"))
 	}
-	fmt.Fprint(env.Stderr, q)
+	fmt.Fprint(env.Stderr, q+" [y/N] ")
 	answer, err := readLine(ctx, env.Stdin)
 	if err != nil {
 		fmt.Fprintln(env.Stderr)
@@ -120,4 +148,40 @@ func readLine(ctx context.Context, r io.Reader) (string, error) {
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+}
+
+// oneChangeFlags are the flags of commands that change one object at once
+// (consumer pause and resume, snapshot rm): they skip the plan step, so they
+// act without --execute, but keep the rest of the contract: at a terminal
+// they ask first unless --yes, and --dry-run only says what they would do.
+type oneChangeFlags struct {
+	Yes    bool `name:"yes" short:"y" help:"Do it without asking, even at a terminal."`
+	DryRun bool `name:"dry-run" help:"Only say what would change, and change nothing."`
+}
+
+// askOne decides whether a single-object change is made: with --dry-run it
+// prints what would be done (what, a sentence) and returns false; with
+// --yes, --json or no terminal it returns true without asking; at a terminal
+// it asks "<what>? [y/N]" on stderr, as askApply does.
+func askOne(ctx context.Context, env *Env, p *Printer, f oneChangeFlags, what, action string) (bool, error) {
+	switch {
+	case f.DryRun:
+		if p.JSON {
+			return false, p.PrintJSON(map[string]any{"dry_run": true, "would": what})
+		}
+		p.Printf("Dry run: would %s; nothing changed.\n", what)
+		return false, nil
+	case f.Yes || p.JSON || !env.IsTerminal:
+		return true, nil
+	}
+	fmt.Fprintf(env.Stderr, "%s%s? [y/N] ", strings.ToUpper(what[:1]), what[1:])
+	answer, err := readLine(ctx, env.Stdin)
+	if err != nil {
+		fmt.Fprintln(env.Stderr)
+		return false, jsutil.Errorf(jsutil.ErrCancelled, "%s: interrupted at the prompt; nothing changed", action)
+	}
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return false, jsutil.Errorf(jsutil.ErrCancelled, "%s: not confirmed; nothing changed", action)
+	}
+	return true, nil
 }

@@ -73,8 +73,8 @@ func (f *resetFixture) command(args ...string) *exec.Cmd {
 }
 
 // TestPromptNeedsATerminal: /dev/null is a character device but no
-// terminal: a job that discards its output is never prompted, and its plan
-// is only printed (exit 0, nothing changed).
+// terminal: a job that discards its output is never prompted, and with
+// --execute its plan is applied without reading stdin.
 func TestPromptNeedsATerminal(t *testing.T) {
 	f := newResetFixture(t)
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
@@ -82,14 +82,14 @@ func TestPromptNeedsATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer null.Close()
-	cmd := f.command("--to-seq", "3")
+	cmd := f.command("--to-seq", "3", "--execute")
 	var stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("reset with stdin and stdout on /dev/null: %v (stderr %q), want exit 0 without a prompt", err, stderr.String())
+		t.Fatalf("reset --execute with stdin and stdout on /dev/null: %v (stderr %q), want exit 0 without a prompt", err, stderr.String())
 	}
-	if strings.Contains(stderr.String(), "Apply") || f.delivered() != 0 {
-		t.Fatalf("prompted or applied: stderr %q, delivered %d", stderr.String(), f.delivered())
+	if strings.Contains(stderr.String(), "Apply") || f.delivered() != 2 {
+		t.Fatalf("prompted or not applied: stderr %q, delivered %d", stderr.String(), f.delivered())
 	}
 }
 
@@ -175,13 +175,20 @@ func (p *ptyProc) exit(within time.Duration) int {
 	return -1
 }
 
-// TestPromptPTY: at a real terminal reset shows the plan and asks; "y"
-// applies, "n" cancels (exit 6), Ctrl-C cancels at once (exit 6, without
-// waiting for Enter) and changes nothing, and --export never asks.
+// TestPromptPTY: at a real terminal, reset without --execute prints the plan
+// and changes nothing, without asking; with --execute it shows the plan and
+// asks: "y" applies, "n" cancels (exit 6), Ctrl-C cancels at once (exit 6,
+// without waiting for Enter) and changes nothing; --yes and --export never ask.
 func TestPromptPTY(t *testing.T) {
 	f := newResetFixture(t)
 
 	p := startPTY(t, f.command("--to-seq", "3"))
+	if code := p.exit(30 * time.Second); code != 0 || strings.Contains(p.output(), "[y/N]") || f.delivered() != 0 {
+		t.Fatalf("without --execute at a terminal: exit %d, delivered %d; terminal:\n%s", code, f.delivered(), p.output())
+	}
+	p.waitFor("Dry run: nothing changed. Pass --execute to apply.")
+
+	p = startPTY(t, f.command("--to-seq", "3", "--execute"))
 	p.waitFor("Apply this 1 change? [y/N] ")
 	if out := p.output(); !strings.Contains(out, "billing") || strings.Contains(out, "Dry run") {
 		t.Fatalf("before the question the plan is shown, without a dry-run note:\n%s", out)
@@ -192,7 +199,7 @@ func TestPromptPTY(t *testing.T) {
 	}
 	p.waitFor(`reset consumers on "ORDERS": not confirmed; nothing changed`)
 
-	p = startPTY(t, f.command("--to-seq", "3"))
+	p = startPTY(t, f.command("--to-seq", "3", "--execute"))
 	p.waitFor("[y/N] ")
 	p.send("\x03") // Ctrl-C: the terminal sends SIGINT
 	if code := p.exit(5 * time.Second); code != commands.ExitCancelled {
@@ -212,13 +219,18 @@ func TestPromptPTY(t *testing.T) {
 		t.Fatalf("--export at a terminal wrote no plan: %v", err)
 	}
 
-	p = startPTY(t, f.command("--to-seq", "3"))
+	p = startPTY(t, f.command("--to-seq", "3", "--execute"))
 	p.waitFor("[y/N] ")
-	p.send("y\r")
+	p.send("Yes\r")
 	if code := p.exit(30 * time.Second); code != 0 || f.delivered() != 2 {
-		t.Fatalf("answered y: exit %d, delivered %d; terminal:\n%s", code, f.delivered(), p.output())
+		t.Fatalf("answered Yes: exit %d, delivered %d; terminal:\n%s", code, f.delivered(), p.output())
 	}
 	p.waitFor("verified")
+
+	p = startPTY(t, f.command("--to-seq", "4", "--execute", "--yes"))
+	if code := p.exit(30 * time.Second); code != 0 || strings.Contains(p.output(), "[y/N]") || f.delivered() != 3 {
+		t.Fatalf("--execute --yes at a terminal: exit %d, delivered %d; terminal:\n%s", code, f.delivered(), p.output())
+	}
 }
 
 // TestPromptCancelledByContext: the prompt returns as soon as the command's
@@ -231,7 +243,7 @@ func TestPromptCancelledByContext(t *testing.T) {
 	var out, errb testserver.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- commands.Run(ctx, []string{"--server", f.url, "consumer", "reset", "ORDERS", "billing", "--to-seq", "3"}, stdin, &out, &errb, true)
+		done <- commands.Run(ctx, []string{"--server", f.url, "consumer", "reset", "ORDERS", "billing", "--to-seq", "3", "--execute"}, stdin, &out, &errb, true)
 	}()
 	testserver.WaitFor(t, 30*time.Second, "the prompt", func() bool { return strings.Contains(errb.String(), "[y/N]") })
 	cancel()

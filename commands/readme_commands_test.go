@@ -138,10 +138,14 @@ var readmeCases = map[string]readmeCase{
 	"jsctl acks retry --scope ORDERS.refunds --key order-1234 --exec ./refund.sh --execute --json": {},
 	"jsctl acks retry --scope ORDERS.refunds --all-failed --exec ./refund.sh --execute":            {},
 
-	"jsctl completion bash > ~/.local/share/bash-completion/completions/jsctl": {},
-	`jsctl completion zsh > "${fpath[1]}/_jsctl"`: {
-		run: `jsctl completion zsh > "$HOME/_jsctl"`, why: "${fpath[1]} is a zsh variable; the test runs bash"},
-	"jsctl completion fish > ~/.config/fish/completions/jsctl.fish": {},
+	// The directories do not exist in the fixture's home: the mkdir -p line
+	// above each is what makes the install work for a user without root.
+	"jsctl completion bash > ~/.local/share/bash-completion/completions/jsctl": {
+		run: "mkdir -p ~/.local/share/bash-completion/completions && jsctl completion bash > ~/.local/share/bash-completion/completions/jsctl", why: "the README's line before it creates the directory"},
+	"jsctl completion zsh > ~/.zfunc/_jsctl": {
+		run: "mkdir -p ~/.zfunc && jsctl completion zsh > ~/.zfunc/_jsctl", why: "the README's line before it creates the directory"},
+	"jsctl completion fish > ~/.config/fish/completions/jsctl.fish": {
+		run: "mkdir -p ~/.config/fish/completions && jsctl completion fish > ~/.config/fish/completions/jsctl.fish", why: "the README's line before it creates the directory"},
 
 	// Consumer positions. The fixture's consumer "audit" is paused, so a
 	// check with --paused-warn is a WARNING (exit 1).
@@ -386,7 +390,7 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
 	stubs := filepath.Join(dir, "stubs")
-	for _, d := range []string{home + "/.local/share/bash-completion/completions", home + "/.config/fish/completions", stubs, dir + "/tmp"} {
+	for _, d := range []string{home, stubs, dir + "/tmp"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}

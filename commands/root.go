@@ -33,4 +33,6 @@ Times (everywhere a time is accepted):
   RFC 3339 (2026-11-29T10:00:00Z), "2026-11-29 10:00:05", "2026-11-29", "10:00:05" (today, in --tz),
   Unix seconds/ms/µs/ns by magnitude (1795946400), @1795946400, now, -90m, "2h ago", now-1d12h, 1d.
 
-` + exitCodesHelp
+` + exitCodesHelp + `
+
+Help topics: jsctl help times|exit-codes|connecting|permissions; jsctl help COMMAND...`

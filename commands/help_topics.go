@@ -1,0 +1,80 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jsctl/jsctl/jsutil"
+)
+
+// helpTopics returns the texts of "jsctl help TOPIC": the contracts a user
+// looks up while typing a command, short; docs/ holds the full pages.
+func helpTopics() map[string]string {
+	return map[string]string{
+		"times": `Times (everywhere a time is accepted: seek, --to-time, --since, --until, --until of pause):
+
+  ` + jsutil.TimeForms + `
+
+Dates and clock times without an offset are read in --tz (default: the local zone;
+JSCTL_TZ sets it too). Times are printed in --tz as well; --json prints RFC 3339 UTC.
+Sub-second input is honoured. A time that cannot be read is exit code 2 naming these forms.
+Full page: docs/times.md.`,
+
+		"exit-codes": exitCodesHelp + `
+
+Full page: docs/exit-codes.md.`,
+
+		"connecting": `Connecting (every command; flags override environment variables, which override a context):
+
+  -s, --server URL      NATS_URL        server URLs, comma separated (default ` + jsutil.DefaultURL + `)
+  --context NAME        NATS_CONTEXT    a nats CLI context (~/.config/nats/context/NAME.json);
+                                        without one, the nats CLI's selected context is used
+  --creds FILE          NATS_CREDS      user credentials (JWT and seed)
+  --nkey FILE           NATS_NKEY       NKEY seed file
+  --user, --password    NATS_USER, NATS_PASSWORD
+  --token TOKEN         NATS_TOKEN
+  --tlscert, --tlskey, --tlsca FILE     client certificate, key, and certificate authority
+  --timeout D           NATS_TIMEOUT    connect and per-request wait (default 5s)
+  --js-domain D         NATS_JS_DOMAIN  JetStream domain (leaf nodes, hubs)
+  --embedded DIR        JSCTL_EMBEDDED  an in-process server over store DIR (no network)
+
+Secrets are never printed: URLs' user information, passwords and tokens are masked in
+errors. A refused connection is exit code 4, a refused login exit code 7.
+Full page: docs/connecting.md.`,
+
+		"permissions": `Permissions: jsctl honours the server's permissions and reports a refusal with exit
+code 7, naming the operation and the subject the server refused. Every command needs to
+subscribe to its inbox (_INBOX.> unless the context sets another prefix) and to publish
+JetStream API requests for what it reads or changes ($JS.API.STREAM.INFO.<stream>,
+$JS.API.CONSUMER.INFO.<stream>.<consumer>, ...). jsctl keeps its own state in KV buckets:
+
+  JSCTL_ACKS            ack records (consume, acks, reset --forget-acks, check --failed-records-*)
+  JSCTL_RESET_INTENTS   unfinished consumer changes (reset, restore, recover, pause)
+  JSCTL_RESET_HISTORY   recorded consumer changes (reset --to-previous, consumer history)
+  JSCTL_SNAPSHOTS       saved consumer positions (consumer snapshot)
+
+The subjects each command publishes to, measured from the commands themselves, are
+listed per command in docs/permissions.md.`,
+	}
+}
+
+// helpArgs turns "jsctl", "jsctl help" and "jsctl help COMMAND..." into
+// a request for help; topic is set for "jsctl help TOPIC".
+func helpArgs(args []string) (out []string, topic string) {
+	switch {
+	case len(args) == 0:
+		return []string{"--help"}, ""
+	case args[0] != "help":
+		return args, ""
+	case len(args) == 2 && helpTopics()[args[1]] != "":
+		return nil, args[1]
+	}
+	return append(append([]string{}, args[1:]...), "--help"), ""
+}
+
+// printTopic prints a help topic.
+func printTopic(w io.Writer, topic string) error {
+	_, err := fmt.Fprintln(w, strings.TrimSpace(helpTopics()[topic]))
+	return err
+}
