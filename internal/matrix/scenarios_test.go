@@ -121,7 +121,7 @@ func (e *env) resetTo(stream, name string, seq uint64, want string, extra ...str
 	if code != 0 {
 		return refused(code, errs)
 	}
-	method := e.changed(out)
+	method, reason := e.changed(out)
 	if got := e.take(stream, name, 1); got[0] != seq {
 		e.t.Errorf("after the reset the next delivery is %d, want %d", got[0], seq)
 	}
@@ -129,14 +129,29 @@ func (e *env) resetTo(stream, name string, seq uint64, want string, extra ...str
 	case method == want:
 		return observation{outcome: pass, detail: method}
 	case method == "recreate":
+		e.noResetAPI(stream, name, reason)
 		return observation{outcome: fallback, detail: method}
 	}
 	return observation{outcome: failed, detail: "method " + method}
 }
 
+// noResetAPI checks a recreate made for want of the reset API: the plan
+// says so, and --method reset is refused (exit 5) with that reason.
+func (e *env) noResetAPI(stream, name, reason string) {
+	e.t.Helper()
+	const says = "has no consumer reset API (nats-server 2.14 or later)"
+	if !strings.Contains(reason, says) {
+		e.t.Errorf("the recreate's reason is %q, want it to say %q", reason, says)
+	}
+	code, _, errs := e.jsctl("consumer", "reset", stream, name, "--to-seq", "2", "--method", "reset")
+	if code != 5 || !strings.Contains(errs, says) {
+		e.t.Errorf("--method reset: exit %d, %q; want exit 5 saying %q", code, errs, says)
+	}
+}
+
 // changed checks jsctl's JSON result of one executed change (a reset or a
-// restore) and returns its method.
-func (e *env) changed(out string) string {
+// restore) and returns its method and the reason for it.
+func (e *env) changed(out string) (string, string) {
 	e.t.Helper()
 	var doc any
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
@@ -173,7 +188,8 @@ func (e *env) changed(out string) string {
 		e.t.Errorf("change not applied and verified:\n%s", out)
 	}
 	method, _ := c["method"].(string)
-	return method
+	reason, _ := c["reason"].(string)
+	return method, reason
 }
 
 // pauseScenario: `consumer pause` and `resume` with the server's pause
@@ -242,7 +258,7 @@ func snapshotScenario(e *env) observation {
 	if code != 0 {
 		return refused(code, errs)
 	}
-	method := e.changed(out)
+	method, reason := e.changed(out)
 	if got := e.take("SNAP", "c", 1); got[0] != 6 {
 		e.t.Errorf("after the restore the next delivery is %d, want 6", got[0])
 	}
@@ -250,6 +266,7 @@ func snapshotScenario(e *env) observation {
 	case "reset":
 		return observation{outcome: pass, detail: method}
 	case "recreate":
+		e.noResetAPI("SNAP", "c", reason)
 		return observation{outcome: fallback, detail: method}
 	}
 	return observation{outcome: failed, detail: "method " + method}
