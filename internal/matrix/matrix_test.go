@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,40 +55,67 @@ func TestServerVersions(t *testing.T) {
 	}
 	versions := testVersions(t)
 	start := time.Now()
-	paths, errs := natsproc.BuildVersions(versions, buildParallel, t.Logf)
-	t.Logf("nats-server binaries ready in %s", time.Since(start).Round(10*time.Millisecond))
-	got := map[string]map[string]outcome{}
-	for _, v := range versions {
-		minor := minorOf(v)
-		t.Run(minor, func(t *testing.T) {
-			if err := errs[v]; err != nil {
-				if os.Getenv("CI") == "true" {
-					t.Fatalf("nats-server %s: %v", v, err)
-				}
-				t.Skipf("nats-server %s not available (CI would fail): %v", v, err)
-			}
-			e := newEnv(t, v, paths[v])
-			row := map[string]outcome{}
-			for _, sc := range scenarios {
-				t.Run(sc.name, func(t *testing.T) {
-					want := expect(minor, sc.name)
-					obs := sc.run(e.child(t))
-					row[sc.name] = obs.outcome
-					if obs.outcome != want.outcome {
-						t.Errorf("nats-server %s, %s: outcome %s (%s), want %s", v, sc.name, obs.outcome, obs.detail, want.outcome)
-					}
-					if want.outcome == unsupported {
-						if obs.exit != want.exit || !strings.Contains(obs.stderr, want.says) {
-							t.Errorf("nats-server %s, %s: exit %d, stderr %q; want exit %d saying %q", v, sc.name, obs.exit, obs.stderr, want.exit, want.says)
-						}
-					}
-				})
-			}
-			got[minor] = row
-		})
+	// Builds stop in time for the scenarios to run and report before the
+	// test binary's deadline (a cold build of every version takes minutes).
+	ctx := context.Background()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-2*time.Minute))
+		defer cancel()
 	}
+	paths, errs := natsproc.BuildVersions(ctx, versions, buildParallel, t.Logf)
+	t.Logf("nats-server binaries ready in %s", time.Since(start).Round(10*time.Millisecond))
+	var mu sync.Mutex
+	got := map[string]map[string]outcome{}
+	t.Run("versions", func(t *testing.T) {
+		for _, v := range versions {
+			runVersion(t, v, paths[v], errs[v], func(row map[string]outcome) {
+				mu.Lock()
+				defer mu.Unlock()
+				got[minorOf(v)] = row
+			})
+		}
+	})
 	t.Logf("observed matrix (version × scenario):\n%s", observedTable(versions, got))
 	t.Logf("matrix test took %s", time.Since(start).Round(10*time.Millisecond))
+}
+
+// runVersion runs every scenario against a server of version (bin, or
+// err when it could not be built), in parallel with the other versions,
+// and reports what it saw.
+func runVersion(t *testing.T, v, bin string, err error, report func(map[string]outcome)) {
+	minor := minorOf(v)
+	t.Run(minor, func(t *testing.T) {
+		t.Parallel()
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("nats-server %s: %v", v, err)
+			}
+			t.Skipf("nats-server %s not available (CI would fail): %v", v, err)
+		}
+		start := time.Now()
+		e := newEnv(t, v, bin)
+		row := map[string]outcome{}
+		defer func() {
+			report(row)
+			t.Logf("nats-server %s: scenarios took %s", v, time.Since(start).Round(10*time.Millisecond))
+		}()
+		for _, sc := range scenarios {
+			t.Run(sc.name, func(t *testing.T) {
+				want := expect(minor, sc.name)
+				obs := sc.run(e.child(t))
+				row[sc.name] = obs.outcome
+				if obs.outcome != want.outcome {
+					t.Errorf("nats-server %s, %s: outcome %s (%s), want %s", v, sc.name, obs.outcome, obs.detail, want.outcome)
+				}
+				if want.outcome == unsupported {
+					if obs.exit != want.exit || !strings.Contains(obs.stderr, want.says) {
+						t.Errorf("nats-server %s, %s: exit %d, stderr %q; want exit %d saying %q", v, sc.name, obs.exit, obs.stderr, want.exit, want.says)
+					}
+				}
+			})
+		}
+	})
 }
 
 // testVersions is versionsTest with the pinned version last.

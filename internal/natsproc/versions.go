@@ -1,6 +1,7 @@
 package natsproc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -23,8 +24,8 @@ func PinnedVersion() (string, error) { return serverVersion() }
 // directory ($XDG_CACHE_HOME/jsctl-test, or os.UserCacheDir), keyed by the
 // version, the Go version and the platform, for later calls and runs. The
 // pinned version is Binary's. built reports whether it was built now
-// rather than found.
-func VersionBinary(version string) (path string, built bool, err error) {
+// rather than found. A build still running when ctx ends is stopped.
+func VersionBinary(ctx context.Context, version string) (path string, built bool, err error) {
 	if pinned, perr := serverVersion(); perr == nil && pinned == version {
 		if p, ok := cachedBinary(pinnedPath(pinned)); ok {
 			return p, false, nil
@@ -50,10 +51,13 @@ func VersionBinary(version string) (path string, built bool, err error) {
 		return "", false, err
 	}
 	defer os.RemoveAll(tmp)
-	cmd := exec.Command("go", "install", serverModule+"@"+version)
+	cmd := exec.CommandContext(ctx, "go", "install", serverModule+"@"+version)
 	cmd.Dir = tmp // outside any module
 	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
 	if out, err := cmd.CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
 		return "", false, fmt.Errorf("go install %s@%s: %v: %s", serverModule, version, err, strings.TrimSpace(string(out)))
 	}
 	if err := os.Rename(filepath.Join(tmp, "nats-server"), bin); err != nil && !errors.Is(err, os.ErrExist) {
@@ -65,8 +69,8 @@ func VersionBinary(version string) (path string, built bool, err error) {
 // BuildVersions builds (or finds) the binaries of versions, at most
 // parallel at once, and logs each build's duration with logf. It returns
 // the path of each version that is available and the error of each that
-// is not.
-func BuildVersions(versions []string, parallel int, logf func(format string, args ...any)) (map[string]string, map[string]error) {
+// is not. Builds still running when ctx ends are stopped.
+func BuildVersions(ctx context.Context, versions []string, parallel int, logf func(format string, args ...any)) (map[string]string, map[string]error) {
 	if parallel < 1 {
 		parallel = 1
 	}
@@ -81,7 +85,7 @@ func BuildVersions(versions []string, parallel int, logf func(format string, arg
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			start := time.Now()
-			p, built, err := VersionBinary(v)
+			p, built, err := VersionBinary(ctx, v)
 			d := time.Since(start).Round(10 * time.Millisecond)
 			mu.Lock()
 			defer mu.Unlock()
