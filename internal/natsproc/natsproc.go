@@ -28,7 +28,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -51,6 +50,9 @@ type Options struct {
 	// StoreDir is the JetStream store (default: a directory of the test's;
 	// StartCluster gives each node its own).
 	StoreDir string
+	// Binary is the nats-server executable to run (default: Binary, the
+	// pinned module version; VersionBinary builds another version).
+	Binary string
 }
 
 // Server is one nats-server process.
@@ -115,7 +117,10 @@ func newServer(t testing.TB, o Options, port, clusterPort, httpPort int) *Server
 	s := &Server{
 		Name: o.Name, Port: port, ClusterPort: clusterPort, HTTPPort: httpPort,
 		StoreDir: store, ConfigFile: filepath.Join(dir, "nats-server.conf"), LogFile: filepath.Join(dir, "nats-server.log"),
-		t: t, bin: Binary(t),
+		t: t, bin: o.Binary,
+	}
+	if s.bin == "" {
+		s.bin = Binary(t)
 	}
 	t.Cleanup(s.Kill)
 	return s
@@ -313,8 +318,8 @@ func build() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(os.TempDir(), "jsctl-natsproc", version+"-"+runtime.Version()+"-"+runtime.GOOS+"-"+runtime.GOARCH)
-	bin := filepath.Join(dir, "nats-server")
+	bin := pinnedPath(version)
+	dir := filepath.Dir(bin)
 	if fi, err := os.Stat(bin); err == nil && fi.Mode()&0o111 != 0 {
 		return bin, nil
 	}

@@ -2,6 +2,7 @@ package positions
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -36,6 +37,9 @@ func Pause(ctx context.Context, js jetstream.JetStream, stream, consumer string,
 	opts = opts.withDefaults()
 	if err := checkNames(stream, consumer); err != nil {
 		return nil, err
+	}
+	if v, old := jsutil.ServerBefore(js, jsutil.PauseAPISince); old {
+		return nil, jsutil.ErrServerLacks(fmt.Sprintf("pause consumer %q on %q", consumer, stream), "consumer pause API", v, jsutil.PauseAPISince)
 	}
 	if !until.After(opts.Now()) {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "pause consumer %q on %q: %s has passed; give a time in the future", consumer, stream, until.UTC().Format(time.RFC3339))
@@ -94,6 +98,9 @@ func Resume(ctx context.Context, js jetstream.JetStream, stream, consumer string
 	opts = opts.withDefaults()
 	if err := checkNames(stream, consumer); err != nil {
 		return nil, err
+	}
+	if v, old := jsutil.ServerBefore(js, jsutil.PauseAPISince); old {
+		return nil, jsutil.ErrServerLacks(fmt.Sprintf("resume consumer %q on %q", consumer, stream), "consumer pause API", v, jsutil.PauseAPISince)
 	}
 	rctx, cancel := context.WithTimeout(ctx, opts.Timeout+2*wakeWait)
 	defer cancel()

@@ -52,6 +52,11 @@ func (p *planner) checkRestore(ctx context.Context, c *Change) error {
 		return nil
 	}
 	ok := false
+	if why, no := p.noResetAPI(); no {
+		c.RestoreStart = nil
+		c.warn("the original deliver policy %s cannot be restored: %s; the consumer keeps its current start", st.DeliverPolicy, why)
+		return nil
+	}
 	switch st.DeliverPolicy {
 	case jetstream.DeliverAllPolicy.String():
 		ok = true
@@ -78,6 +83,9 @@ func (p *planner) checkRestore(ctx context.Context, c *Change) error {
 // inPlaceAllowed applies the server's rule for the consumer reset API
 // (server/consumer.go resetStartingSeqLocked).
 func (p *planner) inPlaceAllowed(ctx context.Context, c *Change) (bool, string, error) {
+	if why, no := p.noResetAPI(); no {
+		return false, why, nil
+	}
 	seq := c.To.Sequence
 	if seq == c.From.AckFloor+1 {
 		return true, "in place: back to the ack floor is allowed for every deliver policy", nil
@@ -88,6 +96,9 @@ func (p *planner) inPlaceAllowed(ctx context.Context, c *Change) (bool, string, 
 // startAllows says whether a consumer with configuration cfg may be reset
 // in place to seq (not counting the ack floor, always allowed) and why.
 func (p *planner) startAllows(ctx context.Context, c *Change, cfg jetstream.ConsumerConfig, seq uint64) (bool, string, error) {
+	if why, no := p.noResetAPI(); no {
+		return false, why, nil
+	}
 	switch cfg.DeliverPolicy {
 	case jetstream.DeliverAllPolicy:
 		return true, "in place: deliver policy all allows any sequence", nil
@@ -110,4 +121,16 @@ func (p *planner) startAllows(ctx context.Context, c *Change, cfg jetstream.Cons
 		return true, fmt.Sprintf("in place: at or above the configured start time's sequence %d", start), nil
 	}
 	return false, fmt.Sprintf("deliver policy %s allows an in-place reset only to the ack floor", cfg.DeliverPolicy), nil
+}
+
+// noResetAPI reports a server that announced a version without the
+// consumer reset API (before 2.14), and says so: a single such server
+// answers the reset subject with nothing at all, so a change that counted
+// on it would wait out its whole budget. Every move is then a recreate.
+func (p *planner) noResetAPI() (string, bool) {
+	v, old := jsutil.ServerBefore(p.js, jsutil.ResetAPISince)
+	if !old {
+		return "", false
+	}
+	return fmt.Sprintf("the server (nats-server %s) has no consumer reset API (nats-server %s or later)", v, jsutil.ResetAPISince), true
 }

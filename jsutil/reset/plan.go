@@ -550,7 +550,11 @@ func filters(cfg jetstream.ConsumerConfig) []string {
 func (p *planner) checkRefusals(c *Change) {
 	info := c.state.info
 	if p.opts.Pause {
-		c.Pause = p.pausePlan(c.state)
+		if v, old := jsutil.ServerBefore(p.js, jsutil.PauseAPISince); old {
+			c.refuse(jsutil.ErrBadInput, "--pause needs the consumer pause API, which the server (nats-server %s) lacks (nats-server %s or later): stop the consumer's clients and run it without --pause", v, jsutil.PauseAPISince)
+		} else {
+			c.Pause = p.pausePlan(c.state)
+		}
 	}
 	if p.opts.Force {
 		return
