@@ -20,9 +20,12 @@ type AcksForgetCmd struct {
 // Help is the long help of acks forget.
 func (AcksForgetCmd) Help() string {
 	return `Deletes the selected ack records (each with a compare-and-set on its revision) and
-lowers the floors of the scope's consumers below the lowest forgotten sequence, so those messages run
-again when they are redelivered (for instance after jsctl consumer reset). Without
---execute it only prints what it would delete.
+lowers the floors of the scope's consumers below the start of the range (--from-seq;
+sequence 1 with --to-seq alone or --all), whether or not records in the range are still
+there (records expire after their retention, floors do not), so those messages run again
+when they are redelivered (for instance after jsctl consumer reset). Selected by --state,
+--since or --until alone, the floors are lowered below the lowest forgotten sequence.
+Without --execute it only prints what it would do.
 
 Forgetting a claim whose handler is still running makes that handler lose its lease:
 it is stopped and its message is not marked done.
@@ -48,11 +51,13 @@ func (c *AcksForgetCmd) Validate() error {
 
 // acksForgetJSON is forget's --json output.
 type acksForgetJSON struct {
-	Executed    bool             `json:"executed"`
-	Bucket      string           `json:"bucket"`
-	Scope       string           `json:"scope"`
-	Selected    int              `json:"selected"`
-	Forgotten   int              `json:"forgotten"`
+	Executed  bool   `json:"executed"`
+	Bucket    string `json:"bucket"`
+	Scope     string `json:"scope"`
+	Selected  int    `json:"selected"`
+	Forgotten int    `json:"forgotten"`
+	// LowerFrom is the first sequence taken out of the floors (0: none).
+	LowerFrom   uint64           `json:"lower_from"`
 	FloorBefore uint64           `json:"floor_before"`
 	FloorAfter  uint64           `json:"floor_after"`
 	Records     []acksRecordJSON `json:"records"`
@@ -81,17 +86,20 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	from := c.lowerFrom(recs)
 	out := acksForgetJSON{Executed: c.Execute, Bucket: c.Bucket, Scope: acks.ScopeDisplay(scope), Selected: len(recs),
-		FloorBefore: floor, FloorAfter: floor, Records: acksRecordsOf(recs)}
+		LowerFrom: from, FloorBefore: floor, FloorAfter: floor, Records: acksRecordsOf(recs)}
 	newFloor := floor
-	for _, r := range recs {
-		newFloor = min(newFloor, r.Seq-1)
+	if from > 0 {
+		newFloor = min(floor, from-1)
 	}
 	if c.Execute {
 		n, err := forgetWithProgress(ctx, env, st, recs, "forgetting records of scope "+out.Scope)
 		out.Forgotten = n
-		if err == nil && newFloor < floor {
-			err = st.LowerFloors(ctx, scope, newFloor+1)
+		if err == nil && from > 0 {
+			// Every floor, not only the lowest: each consumer's own
+			// floor may reach into the range.
+			err = st.LowerFloors(ctx, scope, from)
 		}
 		if err != nil {
 			return fmt.Errorf("forgot %d of %d records of scope %q: %w", n, len(recs), out.Scope, err)
@@ -102,7 +110,15 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 		return p.PrintJSON(out)
 	}
 	if len(recs) == 0 {
-		p.Printf("No ack records of scope %s match; nothing to forget.\n", out.Scope)
+		if newFloor == floor {
+			p.Printf("No ack records of scope %s match; nothing to forget (floor %d).\n", out.Scope, floor)
+			return nil
+		}
+		if !c.Execute {
+			p.Printf("Plan: no ack records of scope %s are present in the range (they expired, or were never written); lower the floor %d -> %d. Run again with --execute to lower it.\n", out.Scope, floor, newFloor)
+			return nil
+		}
+		p.Printf("No ack records of scope %s were present in the range; lowered the floor %d -> %d.\n", out.Scope, floor, newFloor)
 		return nil
 	}
 	if err := acksTable(p, recs); err != nil {
@@ -112,6 +128,26 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 		p.Printf("\nPlan: forget %d records of scope %s (floor %d -> %d). Run again with --execute to delete them.\n", len(recs), out.Scope, floor, newFloor)
 		return nil
 	}
-	p.Printf("\nForgot %d records of scope %s (floor %d -> %d).\n", out.Forgotten, out.Scope, floor, newFloor)
+	p.Printf("\nForgot %d of the %d records present of scope %s (floor %d -> %d).\n", out.Forgotten, len(recs), out.Scope, floor, newFloor)
 	return nil
+}
+
+// lowerFrom is the first sequence the floors give up: the start of the
+// sequence range (--from-seq; 1 with --to-seq alone or --all), whether or
+// not its records still exist, or else the lowest selected record's (0:
+// none, nothing selected).
+func (c *AcksForgetCmd) lowerFrom(recs []acks.Record) uint64 {
+	var from uint64
+	switch {
+	case c.FromSeq != 0:
+		from = c.FromSeq
+	case c.ToSeq != 0 || (c.All && c.State == "" && c.Since == "" && c.Until == ""):
+		from = 1
+	}
+	for _, r := range recs {
+		if from == 0 || r.Seq < from {
+			from = max(r.Seq, 1)
+		}
+	}
+	return from
 }
