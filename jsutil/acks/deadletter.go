@@ -36,8 +36,9 @@ import (
 // and runs again (nothing was published). After 1, the message is not yet
 // terminated, so it comes back: a delivery that finds a pending record
 // publishes it again under the same ID (the stream drops the copy if the
-// first publish landed, and answers with the first one's sequence), records
-// it and terminates the message; one that finds it published only
+// first publish landed, and answers with the first one's sequence, which
+// is checked: see deadletter_id.go), records it and terminates the
+// message; one that finds it published only
 // terminates. No handler runs for a dead-lettered message again unless Retry
 // runs it on purpose (or its record is forgotten). Two workers finishing the
 // same record publish the same ID and only one record update wins.
