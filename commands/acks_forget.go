@@ -20,9 +20,12 @@ type AcksForgetCmd struct {
 // Help is the long help of acks forget.
 func (AcksForgetCmd) Help() string {
 	return `Deletes the selected ack records (each with a compare-and-set on its revision) and
-lowers the floors of the scope's consumers below the lowest forgotten sequence, so those messages run
-again when they are redelivered (for instance after jsctl consumer reset). Without
---execute it only prints what it would delete; with it, at a terminal it asks
+lowers the floors of the scope's consumers below the start of the range (--from-seq;
+sequence 1 with --to-seq alone or --all), whether or not records in the range are still
+there (records expire after their retention, floors do not), so those messages run again
+when they are redelivered (for instance after jsctl consumer reset). Selected by --state,
+--since or --until alone, the floors are lowered below the lowest forgotten sequence.
+Without --execute it only prints what it would do; with it, at a terminal it asks
 first unless --yes.
 
 Forgetting a claim whose handler is still running makes that handler lose its lease:
@@ -52,11 +55,13 @@ func (c *AcksForgetCmd) Validate() error {
 
 // acksForgetJSON is forget's --json output.
 type acksForgetJSON struct {
-	Executed    bool             `json:"executed"`
-	Bucket      string           `json:"bucket"`
-	Scope       string           `json:"scope"`
-	Selected    int              `json:"selected"`
-	Forgotten   int              `json:"forgotten"`
+	Executed  bool   `json:"executed"`
+	Bucket    string `json:"bucket"`
+	Scope     string `json:"scope"`
+	Selected  int    `json:"selected"`
+	Forgotten int    `json:"forgotten"`
+	// LowerFrom is the first sequence taken out of the floors (0: none).
+	LowerFrom   uint64           `json:"lower_from"`
 	FloorBefore uint64           `json:"floor_before"`
 	FloorAfter  uint64           `json:"floor_after"`
 	Records     []acksRecordJSON `json:"records"`
@@ -85,25 +90,38 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	from := c.lowerFrom(recs)
 	out := acksForgetJSON{Bucket: c.Bucket, Scope: acks.ScopeDisplay(scope), Selected: len(recs),
-		FloorBefore: floor, FloorAfter: floor, Records: acksRecordsOf(recs)}
+		LowerFrom: from, FloorBefore: floor, FloorAfter: floor, Records: acksRecordsOf(recs)}
 	newFloor := floor
-	for _, r := range recs {
-		newFloor = min(newFloor, r.Seq-1)
+	if from > 0 {
+		newFloor = min(floor, from-1)
 	}
 	out.FloorAfter = newFloor
+	changes := len(recs)
+	if newFloor < floor {
+		changes++ // lowering the floor is a change even when no record is left
+	}
 	apply, err := askApply(ctx, env, p, applyRequest{
-		changeFlags: c.changeFlags, Changes: len(recs),
+		changeFlags: c.changeFlags, Changes: changes,
 		Action:   fmt.Sprintf("forget records of scope %q", out.Scope),
-		Question: fmt.Sprintf("Forget %s?", plural(len(recs), "record", "records")),
+		Question: fmt.Sprintf("Forget %s and lower the floor %d -> %d?", plural(len(recs), "record", "records"), floor, newFloor),
 		Print: func(note string) error {
-			if p.JSON || len(recs) == 0 {
-				return c.print(p, out, recs)
+			if p.JSON {
+				return p.PrintJSON(out)
 			}
-			if err := acksTable(p, recs); err != nil {
-				return err
+			switch {
+			case len(recs) == 0 && newFloor == floor:
+				p.Printf("No ack records of scope %s match; nothing to forget (floor %d).\n", out.Scope, floor)
+				return nil
+			case len(recs) == 0:
+				p.Printf("Plan: no ack records of scope %s are present in the range (they expired, or were never written); lower the floor %d -> %d.\n", out.Scope, floor, newFloor)
+			default:
+				if err := acksTable(p, recs); err != nil {
+					return err
+				}
+				p.Printf("\nPlan: forget %d records of scope %s (floor %d -> %d).\n", len(recs), out.Scope, floor, newFloor)
 			}
-			p.Printf("\nPlan: forget %d records of scope %s (floor %d -> %d).\n", len(recs), out.Scope, floor, newFloor)
 			if note != "" {
 				p.Printf("%s\n", note)
 			}
@@ -116,8 +134,10 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	out.Executed = true
 	n, err := forgetWithProgress(ctx, env, st, recs, "forgetting records of scope "+out.Scope)
 	out.Forgotten = n
-	if err == nil && newFloor < floor {
-		err = st.LowerFloors(ctx, scope, newFloor+1)
+	if err == nil && from > 0 {
+		// Every floor, not only the lowest: each consumer's own floor may
+		// reach into the range.
+		err = st.LowerFloors(ctx, scope, from)
 	}
 	if err != nil {
 		return fmt.Errorf("forgot %d of %d records of scope %q: %w", n, len(recs), out.Scope, err)
@@ -125,18 +145,42 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	return c.print(p, out, recs)
 }
 
-// print prints what forget found and (once executed) did.
+// print prints what forget did.
 func (c *AcksForgetCmd) print(p *Printer, out acksForgetJSON, recs []acks.Record) error {
 	if p.JSON {
 		return p.PrintJSON(out)
 	}
-	if len(recs) == 0 {
-		p.Printf("No ack records of scope %s match; nothing to forget.\n", out.Scope)
+	switch {
+	case len(recs) == 0 && out.FloorAfter == out.FloorBefore:
+		p.Printf("No ack records of scope %s match; nothing to forget (floor %d).\n", out.Scope, out.FloorBefore)
+		return nil
+	case len(recs) == 0:
+		p.Printf("No ack records of scope %s were present in the range; lowered the floor %d -> %d.\n", out.Scope, out.FloorBefore, out.FloorAfter)
 		return nil
 	}
 	if err := acksTable(p, recs); err != nil {
 		return err
 	}
-	p.Printf("\nForgot %d records of scope %s (floor %d -> %d).\n", out.Forgotten, out.Scope, out.FloorBefore, out.FloorAfter)
+	p.Printf("\nForgot %d of the %d records present of scope %s (floor %d -> %d).\n", out.Forgotten, len(recs), out.Scope, out.FloorBefore, out.FloorAfter)
 	return nil
+}
+
+// lowerFrom is the first sequence the floors give up: the start of the
+// sequence range (--from-seq; 1 with --to-seq alone or --all), whether or
+// not its records still exist, or else the lowest selected record's (0:
+// none, nothing selected).
+func (c *AcksForgetCmd) lowerFrom(recs []acks.Record) uint64 {
+	var from uint64
+	switch {
+	case c.FromSeq != 0:
+		from = c.FromSeq
+	case c.ToSeq != 0 || (c.All && c.State == "" && c.Since == "" && c.Until == ""):
+		from = 1
+	}
+	for _, r := range recs {
+		if from == 0 || r.Seq < from {
+			from = max(r.Seq, 1)
+		}
+	}
+	return from
 }

@@ -20,10 +20,12 @@ func (AcksStatsCmd) Help() string {
 	return `Counts each scope's records by state, their size, their sequence range, the scope's
 floor (every message at or below it is done), how many done records
 "jsctl acks compact" would delete, and the retention in effect: how long done and
-failed records are kept, as the scope's newest record was written (jsctl consume
---retention), capped by the bucket's max age if it has one; "default" marks a scope
-whose records do not say (written by an earlier version).
---json adds retention_ns, retention_from ("records" or "default"), max_age_ns,
+failed records are kept, as the scope's records were written (jsctl consume
+--retention; a range such as 7d-30d when runs wrote them with different ones; from the
+consumer floors when no record is left), capped by the bucket's max age if it has one;
+"default" marks a scope whose records do not say (written by an earlier version).
+--json adds retention_ns (the newest record's), retention_min_ns and retention_max_ns
+(the range the records carry), retention_from ("records" or "default"), max_age_ns,
 dead_lettered and dead_letter_pending.
 
 Examples:
@@ -76,6 +78,9 @@ func (c *AcksStatsCmd) Run(ctx context.Context, env *Env) error {
 // retentionText is a scope's retention for the table.
 func retentionText(s acks.ScopeStats) string {
 	t := DurationText(time.Duration(s.RetentionNS))
+	if s.RetentionMinNS != s.RetentionMaxNS {
+		t = DurationText(time.Duration(s.RetentionMinNS)) + "-" + DurationText(time.Duration(s.RetentionMaxNS))
+	}
 	if s.RetentionFrom == "default" {
 		t += " (default)"
 	}

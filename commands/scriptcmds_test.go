@@ -52,6 +52,7 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"consumer-config":         cmdConsumerConfig,
 		"kv-add":                  cmdKVAdd,
 		"kv-put":                  cmdKVPut,
+		"kv-rm":                   cmdKVRm,
 		"consumer-rm":             cmdConsumerRm,
 		"consumer-set-ack-wait":   cmdConsumerSetAckWait,
 		"mask-who":                cmdMaskWho,

@@ -466,15 +466,26 @@ func (l *loop) signal() {
 // finish records j's result.
 func (l *loop) finish(j *job) {
 	j.res.Duration = time.Since(j.got)
+	// It leaves the messages in flight and is counted in one step: seen in
+	// between, it would count in neither, and the fetcher (which takes up
+	// to max - handled - out more) would take one too many.
 	l.mu.Lock()
 	l.out--
+	l.countLocked(j.res)
 	l.mu.Unlock()
-	l.report(j.res)
+	l.notify(j.res)
 	l.signal() // the fetcher may be waiting for --max or --idle to be reached
 }
 
 func (l *loop) report(r Result) {
 	l.mu.Lock()
+	l.countLocked(r)
+	l.mu.Unlock()
+	l.notify(r)
+}
+
+// countLocked adds r to the summary; l.mu is held.
+func (l *loop) countLocked(r Result) {
 	s := &l.sum
 	switch r.Action {
 	case Processed:
@@ -511,7 +522,10 @@ func (l *loop) report(r Result) {
 	if r.FloorCorrupt != "" {
 		l.warnLocked("the floor of consumer " + l.name + " in scope " + ScopeDisplay(l.ref.Scope) + " was ignored: " + r.FloorCorrupt)
 	}
-	l.mu.Unlock()
+}
+
+// notify hands r to the OnResult callback (l.mu is not held).
+func (l *loop) notify(r Result) {
 	if l.c.onResult != nil {
 		l.c.onResult(r)
 	}

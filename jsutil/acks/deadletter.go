@@ -36,8 +36,9 @@ import (
 // and runs again (nothing was published). After 1, the message is not yet
 // terminated, so it comes back: a delivery that finds a pending record
 // publishes it again under the same ID (the stream drops the copy if the
-// first publish landed, and answers with the first one's sequence), records
-// it and terminates the message; one that finds it published only
+// first publish landed, and answers with the first one's sequence, which
+// is checked: see deadletter_id.go), records it and terminates the
+// message; one that finds it published only
 // terminates. No handler runs for a dead-lettered message again unless Retry
 // runs it on purpose (or its record is forgotten). Two workers finishing the
 // same record publish the same ID and only one record update wins.
@@ -79,12 +80,6 @@ const (
 )
 
 const watchPrefix = "d."
-
-// deadLetterID is the Nats-Msg-Id of the dead letter recorded over the
-// record revision rev: unique per write in the bucket.
-func (s *Store) deadLetterID(rev uint64) string {
-	return "jsctl-dl:" + s.bucket + ":" + strconv.FormatUint(rev, 10)
-}
 
 // failForGood ends a message that failed for good: a final failed record
 // over revision rev (naming a pending dead letter with WithDeadLetter), the
@@ -134,7 +129,7 @@ func (s *Store) failWithoutRecord(ctx context.Context, j *job, c *processConfig,
 		defer cancel()
 		v := value{Seq: j.d.Seq, Deliveries: j.d.Deliveries, Failures: j.res.Failures, Reason: reason, Spec: j.d.KeySpec,
 			DLSubject: c.deadLetter, DLID: "jsctl-dl:" + j.d.Stream + ":" + j.d.Consumer + ":" + strconv.FormatUint(j.d.Seq, 10)}
-		ack, err := s.js.PublishMsg(actx, deadLetterMsg(j, v))
+		ack, err := s.publishDeadLetter(actx, deadLetterMsg(j, v))
 		if err != nil {
 			j.res.Err = joinErr(j.res.Err, dlErr(err, j, v))
 			return false
@@ -152,7 +147,7 @@ func dlErr(err error, j *job, v value) error {
 // sendDeadLetter publishes the dead letter v names (steps 2 and 3 of the
 // protocol) and records its sequence over revision rev of j's record.
 func (s *Store) sendDeadLetter(ctx context.Context, j *job, v value, rev uint64) error {
-	ack, err := s.js.PublishMsg(ctx, deadLetterMsg(j, v))
+	ack, err := s.publishDeadLetter(ctx, deadLetterMsg(j, v))
 	if err != nil {
 		return dlErr(err, j, v)
 	}

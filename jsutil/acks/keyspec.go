@@ -24,13 +24,15 @@ import (
 //	seq           the stream sequence
 //
 // Several specs make one key of several parts (WithKey). A message that
-// lacks a part (no such header, a payload that is not JSON or has no such
-// field, a JSON null, a subject with fewer tokens) is keyed by its stream
-// sequence, or fails for good with WithKeyRequired.
+// lacks a part (no such header or an empty one, a payload that is not JSON
+// or has no such field, a JSON null or empty string, a subject with fewer
+// tokens) is keyed by its stream sequence, or fails for good with
+// WithKeyRequired. A JSON object or array is no key either (the reason says
+// so).
 //
-// A JSON string gives its text, a number its literal as written, true and
-// false their names, an object or array its compact JSON (object keys
-// sorted).
+// A JSON string gives its text, a number its literal as written (not
+// normalised: 12.50 and 12.5 are two keys), true and false their names; a
+// number or boolean makes the same key as a string of the same text.
 type KeySpec struct {
 	kind  KeyKind
 	name  string // the header name, or the JSON path as written
@@ -222,9 +224,9 @@ func keyParts(specs []KeySpec, subject string, hdr nats.Header, data []byte, seq
 			if docErr != nil {
 				return nil, "the payload is not JSON"
 			}
-			var ok bool
-			if v, ok = jsonField(doc, k.path); !ok {
-				return nil, "no JSON field " + k.name
+			var why string
+			if v, why = jsonField(doc, k.path); why != "" {
+				return nil, fmt.Sprintf(why, k.name)
 			}
 		}
 		parts = append(parts, v)
@@ -245,52 +247,57 @@ func decodeJSON(data []byte) (any, error) {
 	return v, nil
 }
 
-// jsonField finds path in doc and gives its key text; ok is false when
-// there is no such field, or it is null.
-func jsonField(doc any, path []pathStep) (string, bool) {
+// jsonField finds path in doc and gives its key text, or why it has none
+// (a format with one %s, the path): no such field, null, an empty string,
+// or an object or array (which cannot be keys: two payloads that write one
+// differently would be different keys, and a key would be as large as the
+// payload).
+func jsonField(doc any, path []pathStep) (string, string) {
+	const missing = "no JSON field %s"
 	v := doc
 	for _, st := range path {
 		switch x := v.(type) {
 		case map[string]any:
 			if st.isIndex {
-				return "", false
+				return "", missing
 			}
 			var ok bool
 			if v, ok = x[st.key]; !ok {
-				return "", false
+				return "", missing
 			}
 		case []any:
 			i := st.index
 			if !st.isIndex {
 				n, err := strconv.Atoi(st.key)
 				if err != nil || n < 0 {
-					return "", false
+					return "", missing
 				}
 				i = n
 			}
 			if i >= len(x) {
-				return "", false
+				return "", missing
 			}
 			v = x[i]
 		default:
-			return "", false
+			return "", missing
 		}
 	}
 	switch x := v.(type) {
 	case nil:
-		return "", false
+		return "", "JSON field %s is null"
 	case string:
-		return x, true
+		if x == "" {
+			return "", "JSON field %s is an empty string"
+		}
+		return x, ""
 	case json.Number:
-		return x.String(), true
+		return x.String(), ""
 	case bool:
-		return strconv.FormatBool(x), true
+		return strconv.FormatBool(x), ""
+	case map[string]any:
+		return "", "JSON field %s is an object: a key must be a string, number or boolean"
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
+	return "", "JSON field %s is an array: a key must be a string, number or boolean"
 }
 
 // JoinKeyParts joins the parts of a key made by several specs: with '|'

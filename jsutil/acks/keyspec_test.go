@@ -45,7 +45,7 @@ func TestParseKeySpecRefusesBadSpecs(t *testing.T) {
 }
 
 func TestDeriveKey(t *testing.T) {
-	order := `{"order":{"id":"A-1","total":12.50,"paid":true,"none":null,"items":[{"sku":"x"},{"sku":"y","n":[1,2]}],"meta":{"b":1,"a":"z"}}}`
+	order := `{"order":{"id":"A-1","total":12.50,"paid":true,"none":null,"empty":"","zero":0,"items":[{"sku":"x"},{"sku":"y","n":[1,2]}],"meta":{"b":1,"a":"z"}}}`
 	cases := []struct {
 		name       string
 		specs      []string
@@ -64,8 +64,13 @@ func TestDeriveKey(t *testing.T) {
 		{"top-level array", []string{"json:[1].id"}, "o", `[{"id":1},{"id":"two"}]`, nil, KeyFromJSON, "two", "json:[1].id", ""},
 		{"number as written", []string{"json:order.total"}, "o", order, nil, KeyFromJSON, "12.50", "json:order.total", ""},
 		{"bool", []string{"json:order.paid"}, "o", order, nil, KeyFromJSON, "true", "json:order.paid", ""},
-		{"object", []string{"json:order.meta"}, "o", order, nil, KeyFromJSON, `{"a":"z","b":1}`, "json:order.meta", ""},
-		{"null is missing", []string{"json:order.none"}, "o", order, nil, KeyFromSequence, "42", "seq", "no JSON field order.none"},
+		{"number zero", []string{"json:order.zero"}, "o", order, nil, KeyFromJSON, "0", "json:order.zero", ""},
+		{"object is refused", []string{"json:order.meta"}, "o", order, nil, KeyFromSequence, "42", "seq", "JSON field order.meta is an object: a key must be a string, number or boolean"},
+		{"array is refused", []string{"json:order.items"}, "o", order, nil, KeyFromSequence, "42", "seq", "JSON field order.items is an array: a key must be a string, number or boolean"},
+		{"null is missing", []string{"json:order.none"}, "o", order, nil, KeyFromSequence, "42", "seq", "JSON field order.none is null"},
+		{"empty string is missing", []string{"json:order.empty"}, "o", order, nil, KeyFromSequence, "42", "seq", "JSON field order.empty is an empty string"},
+		{"empty part of a joined key", []string{"subject:2", "json:order.empty"}, "orders.eu", order, nil, KeyFromSequence, "42", "seq", "JSON field order.empty is an empty string"},
+		{"empty header is missing", []string{"header:Order-Id"}, "o", order, []string{"Order-Id", ""}, KeyFromSequence, "42", "seq", "no header Order-Id"},
 		{"missing field", []string{"json:order.customer.id"}, "o", order, nil, KeyFromSequence, "42", "seq", "no JSON field order.customer.id"},
 		{"index past the end", []string{"json:order.items[2].sku"}, "o", order, nil, KeyFromSequence, "42", "seq", "no JSON field"},
 		{"index into an object", []string{"json:order[0]"}, "o", order, nil, KeyFromSequence, "42", "seq", "no JSON field"},

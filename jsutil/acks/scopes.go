@@ -137,51 +137,81 @@ type ScopeStats struct {
 	// Compactable counts done records every floor covers.
 	Compactable int `json:"compactable"`
 	// RetentionNS is how long done and failed records are kept: the
-	// retention the scope's newest record (or floor) was written with,
-	// capped by the bucket's max age (MaxAgeNS, 0: none). RetentionFrom
-	// says where it came from: "records", or "default" when neither says
-	// (earlier versions wrote none): then it is this store's retention.
-	RetentionNS   int64  `json:"retention_ns"`
-	RetentionFrom string `json:"retention_from"`
-	MaxAgeNS      int64  `json:"max_age_ns"`
+	// retention the scope's newest record was written with (when no
+	// record says, its newest floor's: a floor keeps the retention of its
+	// consumer's last run), capped by the bucket's max age (MaxAgeNS, 0:
+	// none). RetentionFrom says where it came from: "records", or
+	// "default" when neither says (earlier versions wrote none): then it
+	// is this store's retention. RetentionMinNS and RetentionMaxNS are
+	// the shortest and longest retention the records present carry
+	// (capped the same way; 0 when none says): records written by runs
+	// with different --retention keep their own.
+	RetentionNS    int64  `json:"retention_ns"`
+	RetentionFrom  string `json:"retention_from"`
+	RetentionMinNS int64  `json:"retention_min_ns"`
+	RetentionMaxNS int64  `json:"retention_max_ns"`
+	MaxAgeNS       int64  `json:"max_age_ns"`
 	// DeadLettered counts failed records whose message was dead-lettered;
 	// DeadLetterPending those whose dead letter is not yet published.
 	DeadLettered      int `json:"dead_lettered"`
 	DeadLetterPending int `json:"dead_letter_pending"`
 }
 
-// retentionTracker finds the retention of a scope's newest record or floor
-// (a floor keeps the retention of its consumer's last run, and outlives
-// the records).
+// retentionTracker finds the retention of a scope's newest record, or,
+// when no record says, of its newest floor (a floor keeps the retention of
+// its consumer's last run, and outlives the records; a run that wrote no
+// record still writes its own retention in the floor, so a floor never
+// overrides what the records carry), and the range the records carry.
 type retentionTracker struct {
+	rec, floor retentionNote
+	min, max   time.Duration // over the records
+}
+
+type retentionNote struct {
 	newest time.Time
 	ret    time.Duration
 }
 
-func (t *retentionTracker) add(r Record) { t.note(r.Time, r.Retention) }
-
-func (t *retentionTracker) floors(fs []Floor) {
-	for _, f := range fs {
-		t.note(f.Updated, f.Retention)
+func (n *retentionNote) note(at time.Time, ret time.Duration) {
+	if ret > 0 && !at.Before(n.newest) {
+		n.newest, n.ret = at, ret
 	}
 }
 
-func (t *retentionTracker) note(at time.Time, ret time.Duration) {
-	if ret > 0 && !at.Before(t.newest) {
-		t.newest, t.ret = at, ret
+func (t *retentionTracker) add(r Record) {
+	t.rec.note(r.Time, r.Retention)
+	if r.Retention > 0 {
+		if t.min == 0 || r.Retention < t.min {
+			t.min = r.Retention
+		}
+		t.max = max(t.max, r.Retention)
+	}
+}
+
+func (t *retentionTracker) floors(fs []Floor) {
+	for _, f := range fs {
+		t.floor.note(f.Updated, f.Retention)
 	}
 }
 
 // effective is the retention in effect and where it came from.
 func (s *Store) effective(t retentionTracker) (time.Duration, string) {
-	ret, from := t.ret, "records"
+	ret, from := t.rec.ret, "records"
+	if ret == 0 {
+		ret = t.floor.ret
+	}
 	if ret == 0 {
 		ret, from = s.retention, "default"
 	}
+	return s.capped(ret), from
+}
+
+// capped caps a retention at the bucket's max age, if it has one.
+func (s *Store) capped(ret time.Duration) time.Duration {
 	if s.maxAge > 0 && s.maxAge < ret {
-		ret = s.maxAge
+		return s.maxAge
 	}
-	return ret, from
+	return ret
 }
 
 // RangeInfo is what RangeRecords found.
@@ -302,6 +332,9 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 	}
 	ret, from := s.effective(rt)
 	st.RetentionNS, st.RetentionFrom = int64(ret), from
+	if rt.max > 0 {
+		st.RetentionMinNS, st.RetentionMaxNS = int64(s.capped(rt.min)), int64(s.capped(rt.max))
+	}
 	if st.Records == 0 && len(floors) == 0 {
 		return st, s.unknownScope(scope)
 	}

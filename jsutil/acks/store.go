@@ -43,6 +43,9 @@ type Store struct {
 	retention time.Duration
 	maxAge    time.Duration
 	replicas  int
+	// created is when the bucket's stream was created: it tells this
+	// incarnation of the bucket from an earlier one of the same name.
+	created time.Time
 }
 
 // Option configures Open.
@@ -179,13 +182,14 @@ func newStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue
 		c.worker = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
 	replicas := 1
+	var created time.Time
 	if ok {
-		replicas = kst.StreamInfo().Config.Replicas
+		replicas, created = kst.StreamInfo().Config.Replicas, kst.StreamInfo().Created
 	}
 	return &Store{
 		js: js, kv: kv, bucket: c.bucket, subject: kvPutPrefix(js, c.bucket),
 		markerTTL: st.LimitMarkerTTL(), worker: c.worker,
-		retention: c.retention, maxAge: st.TTL(), replicas: replicas,
+		retention: c.retention, maxAge: st.TTL(), replicas: replicas, created: created,
 	}, nil
 }
 
