@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/jsctl/jsctl/jsutil/acks"
@@ -26,8 +27,8 @@ import (
 //     exponent or quotes), "ok" true or false, "error" optional, any JSON
 //     value (a string is kept as it is, any other value as its JSON text;
 //     null is no error). ok:true with an error other than null or "" is
-//     contradictory. Other members are allowed and ignored; a member named
-//     twice is not.
+//     contradictory. Other members are allowed and ignored, but not one
+//     named twice, nor "Seq", "OK" or another case variant of the three.
 //   - A result line longer than maxResultLine bytes is not read as a result.
 //   - A result line that is not well-formed is a protocol error: it is
 //     reported on standard error with its first bytes, and the messages it
@@ -129,6 +130,15 @@ func parseResultLine(b []byte) (resultLine, error) {
 				return fail(`"error" is given twice`)
 			}
 			haveErr, errRaw = true, raw
+		default:
+			// "OK" or "Seq" next to "ok" or "seq" would be read as the
+			// same member by some JSON readers (encoding/json): refused.
+			for _, known := range []string{"seq", "ok", "error"} {
+				if strings.EqualFold(name, known) {
+					bad = bad || known == "seq"
+					return fail(fmt.Sprintf("%q is not a member of a result line (did you mean %q?)", name, known))
+				}
+			}
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
