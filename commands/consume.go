@@ -97,6 +97,9 @@ message of the batch is claimed before CMD starts. Exit 0 marks the whole batch 
 any other status releases the whole batch. CMD may instead print one result line per
 message on stdout, {"seq":N,"ok":true} or {"seq":N,"ok":false,"error":"..."}: then
 only the failures are released (a message without a result line counts as failed).
+A stdout line starting with "{" that is not such a line (seq a positive integer, ok
+a boolean, error any JSON value, nothing after the object, at most 1 MiB) is a
+protocol error: reported, and the messages it may concern fail (see the README).
 
 Stopping: SIGINT/SIGTERM stop fetching and let running commands finish (up to
 --lease, then they get SIGTERM), leaving no claim behind. The exit status is 1 when
@@ -217,6 +220,9 @@ type consumeLineJSON struct {
 	// The dead letter of a message that failed for good.
 	DeadLetterStream string `json:"dead_letter_stream,omitempty"`
 	DeadLetterSeq    uint64 `json:"dead_letter_seq,omitempty"`
+	// ProtocolError: a batch command's result line was not well-formed
+	// (the error quotes it; see batch_result.go).
+	ProtocolError bool `json:"protocol_error,omitempty"`
 }
 
 // consumeSummaryJSON is consume's final --json line.
@@ -420,6 +426,8 @@ func consumeLineOf(r acks.Result) consumeLineJSON {
 	}
 	if r.Err != nil {
 		l.Error = r.Err.Error()
+		var pe *resultProtocolError
+		l.ProtocolError = errors.As(r.Err, &pe)
 	}
 	return l
 }

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -107,15 +106,9 @@ type batchLineJSON struct {
 	Retry         bool   `json:"retry,omitempty"`
 }
 
-// batchResultJSON is a result line a batch command may print.
-type batchResultJSON struct {
-	Seq   uint64 `json:"seq"`
-	OK    *bool  `json:"ok"`
-	Error string `json:"error"`
-}
-
 // runBatch runs --exec once for a batch: NDJSON on stdin, result lines (if
-// any) read from stdout; other output goes to jsctl's standard error.
+// any) read from stdout as batch_result.go says; other output goes to
+// jsctl's standard error.
 func (c execHandler) runBatch(ctx context.Context, ds []acks.Delivery, out io.Writer) ([]error, error) {
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
@@ -132,20 +125,11 @@ func (c execHandler) runBatch(ctx context.Context, ds []acks.Delivery, out io.Wr
 		"JSCTL_SCOPE="+acks.ScopeDisplay(ds[0].Scope),
 		"JSCTL_BATCH_SIZE="+strconv.Itoa(len(ds)),
 	)
-	results := map[uint64]error{}
+	results := newBatchResults(ds, out)
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			if seq, res, ok := resultLine(sc.Bytes()); ok {
-				results[seq] = res
-				continue
-			}
-			_, _ = out.Write(append(sc.Bytes(), '\n'))
-		}
-		_, _ = io.Copy(out, pr) // a line too long for the scanner
+		readBatchOutput(pr, out, results) // see batch_result.go
 	}()
 	err := cmd.Start()
 	if err != nil {
@@ -159,40 +143,7 @@ func (c execHandler) runBatch(ctx context.Context, ds []acks.Delivery, out io.Wr
 	if err != nil {
 		return nil, exitErr(err)
 	}
-	if len(results) == 0 {
-		return nil, nil
-	}
-	errs := make([]error, len(ds))
-	for i, d := range ds {
-		res, ok := results[d.Seq]
-		switch {
-		case !ok:
-			errs[i] = fmt.Errorf("the command printed no result line for message %d", d.Seq)
-		default:
-			errs[i] = res
-		}
-	}
-	return errs, nil
-}
-
-// resultLine reads {"seq":N,"ok":bool,"error":"..."}.
-func resultLine(b []byte) (uint64, error, bool) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] != '{' {
-		return 0, nil, false
-	}
-	var r batchResultJSON
-	if json.Unmarshal(b, &r) != nil || r.Seq == 0 || r.OK == nil {
-		return 0, nil, false
-	}
-	if *r.OK {
-		return r.Seq, nil, true
-	}
-	msg := r.Error
-	if msg == "" {
-		msg = "failed"
-	}
-	return r.Seq, fmt.Errorf("command reported: %s", msg), true
+	return results.errors(ds), nil
 }
 
 func batchLineOf(d acks.Delivery) batchLineJSON {
