@@ -129,6 +129,7 @@ func (r *planRun) run(ctx context.Context, env *Env, p *Printer, js jetstream.Je
 	n := 0
 	for _, pl := range r.plans {
 		unfinished = append(unfinished, pl.Unfinished...)
+		warnSkipped(env, pl.SkippedRecords)
 		n += len(pl.Changes)
 	}
 	warnUnfinished(env, p, unfinished)

@@ -58,6 +58,7 @@ func (c *ConsumerRecoverCmd) Run(ctx context.Context, env *Env) error {
 	if c.Execute {
 		execErr = reset.ExecuteRecover(ctx, cl.JS, r, opts)
 	}
+	warnSkipped(env, r.SkippedRecords)
 	if err := printRecovery(p, r); err != nil {
 		return err
 	}
@@ -69,14 +70,14 @@ func printRecovery(p *Printer, r *reset.Recovery) error {
 		return p.PrintJSON(r)
 	}
 	if len(r.Changes) == 0 {
-		p.Printf("No unfinished changes on stream %s.\n", r.Stream)
+		p.Printf("No unfinished changes on stream %s.\n", Escape(r.Stream))
 		return nil
 	}
 	noun := "changes"
 	if len(r.Changes) == 1 {
 		noun = "change"
 	}
-	p.Printf("Stream %s: %d unfinished %s\n", r.Stream, len(r.Changes), noun)
+	p.Printf("Stream %s: %d unfinished %s\n", Escape(r.Stream), len(r.Changes), noun)
 	var rows [][]string
 	for _, rc := range r.Changes {
 		rows = append(rows, []string{
@@ -88,12 +89,13 @@ func printRecovery(p *Printer, r *reset.Recovery) error {
 		return err
 	}
 	for _, rc := range r.Changes {
-		p.Printf("  %s: %s\n", rc.Consumer, rc.Reason)
+		who := Escape(rc.Consumer)
+		p.Printf("  %s: %s\n", who, rc.Reason)
 		for _, w := range rc.Warnings {
-			p.Printf("  %s: warning: %s\n", rc.Consumer, w)
+			p.Printf("  %s: warning: %s\n", who, w)
 		}
 		if rc.Error != "" {
-			p.Printf("  %s: failed: %s\n", rc.Consumer, rc.Error)
+			p.Printf("  %s: failed: %s\n", who, rc.Error)
 		}
 	}
 	if !r.Executed {

@@ -38,7 +38,7 @@ func PlanMoves(ctx context.Context, js jetstream.JetStream, stream string, moves
 	}
 	target := Target{Kind: ToSaved}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: stream, Target: target, Skipped: []string{}}
-	pending, pendingErr := p.unfinished(ctx)
+	pending, bad, pendingErr := p.unfinished(ctx)
 	plan.Changes = make([]*Change, len(moves))
 	err = p.each(ctx, len(moves), func(i int) error {
 		m := moves[i]
@@ -74,7 +74,7 @@ func PlanMoves(ctx context.Context, js jetstream.JetStream, stream string, moves
 	if err != nil {
 		return nil, err
 	}
-	plan.noteUnfinished(pending, pendingErr)
+	plan.noteUnfinished(pending, bad, pendingErr)
 	return plan, nil
 }
 

@@ -41,7 +41,7 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 		return nil, jsutil.Wrap(err, "reset consumers on %q", saved.Stream)
 	}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: saved.Stream, Target: saved.Target, Changes: []*Change{}}
-	pending, pendingErr := p.unfinished(ctx)
+	pending, bad, pendingErr := p.unfinished(ctx)
 	seen := map[string]bool{}
 	for _, s := range saved.Changes {
 		if seen[s.Consumer] {
@@ -96,6 +96,6 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 		refuseUnfinished(c, pending)
 		plan.Changes = append(plan.Changes, c)
 	}
-	plan.noteUnfinished(pending, pendingErr)
+	plan.noteUnfinished(pending, bad, pendingErr)
 	return plan, nil
 }

@@ -46,6 +46,9 @@ type Plan struct {
 	// Unfinished lists the stream's changes that an interrupted run left
 	// unfinished (`jsctl consumer recover` finishes them).
 	Unfinished []Unfinished `json:"unfinished_changes,omitempty"`
+	// SkippedRecords lists the stream's intent records that could not be
+	// used: reported and skipped.
+	SkippedRecords []BadRecord `json:"skipped_records,omitempty"`
 }
 
 // From is a consumer's position before the change.
@@ -236,16 +239,19 @@ func (p *planner) each(ctx context.Context, n int, fn func(i int) error) error {
 }
 
 // unfinished reads the stream's unfinished changes.
-func (p *planner) unfinished(ctx context.Context) ([]*Intent, error) {
+func (p *planner) unfinished(ctx context.Context) ([]*Intent, []BadRecord, error) {
 	return p.intents.list(ctx, p.info.Config.Name, nil)
 }
 
 // noteUnfinished lists the unfinished changes in the plan. When they could
 // not be read (the user may not read the bucket), each change says so: the
 // plan is still made, and executing it needs the bucket anyway.
-func (plan *Plan) noteUnfinished(pending []*Intent, err error) {
+func (plan *Plan) noteUnfinished(pending []*Intent, bad []BadRecord, err error) {
 	for _, in := range pending {
 		plan.Unfinished = append(plan.Unfinished, in.unfinished())
+	}
+	if len(bad) > 0 {
+		plan.SkippedRecords = bad
 	}
 	if err == nil {
 		return
@@ -302,12 +308,13 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 	}
 	// The intent records are read while the consumers are planned.
 	var pending []*Intent
+	var bad []BadRecord
 	var pendingErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		pending, pendingErr = p.unfinished(ctx)
+		pending, bad, pendingErr = p.unfinished(ctx)
 	}()
 	plan.Changes = make([]*Change, len(consumers))
 	errs := make([]error, len(consumers))
@@ -333,7 +340,7 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 		refuseUnfinished(c, pending)
 		plan.Changes[i] = c
 	}
-	plan.noteUnfinished(pending, pendingErr)
+	plan.noteUnfinished(pending, bad, pendingErr)
 	return plan, nil
 }
 
