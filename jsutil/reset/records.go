@@ -24,8 +24,12 @@ type BadRecord struct {
 
 // String says it for people, with the command that removes the record.
 func (b BadRecord) String() string {
-	return fmt.Sprintf("skipped record %q in bucket %s (revision %d): %s; it was left alone (remove it with: nats kv del %s %s)",
-		b.Key, b.Bucket, b.Revision, b.Problem, shellWord(b.Bucket), shellWord(b.Key))
+	rev := ""
+	if b.Revision > 0 {
+		rev = fmt.Sprintf(" (revision %d)", b.Revision)
+	}
+	return fmt.Sprintf("skipped record %q in bucket %s%s: %s; it was left alone (remove it with: nats kv del %s %s)",
+		b.Key, b.Bucket, rev, b.Problem, shellWord(b.Bucket), shellWord(b.Key))
 }
 
 // badIntent says what makes an intent record under key unusable, or ""
