@@ -38,6 +38,12 @@ func store(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Opt
 		return jsutil.Errorf(jsutil.ErrConflict, "snapshot %q exists already: choose another name, or remove it first with jsctl consumer snapshot rm %s", snap.Name, snap.Name)
 	}
 	if err != nil {
+		// A refused write is never answered: name the refusal of this
+		// write, not another request's.
+		err = jsutil.RequestError(js.Conn(), jsutil.KVSubject(js, opts.SnapshotBucket, snap.Name), err)
+		if subject := jsutil.DeniedSubject(err); subject != "" {
+			err = jsutil.DeniedError(subject)
+		}
 		return jsutil.Wrap(err, "store snapshot %q in bucket %q (%d bytes)", snap.Name, opts.SnapshotBucket, len(b))
 	}
 	snap.Revision = rev
