@@ -43,6 +43,9 @@ type Plan struct {
 	Changes  []*Change `json:"changes"`
 	// Skipped lists the ephemeral consumers --all left alone.
 	Skipped []string `json:"skipped,omitempty"`
+	// ServerOwned lists the consumers --all left alone because the server
+	// made them for a mirror or a source (see jsutil.ServerOwner).
+	ServerOwned []string `json:"server_owned,omitempty"`
 	// Unfinished lists the stream's changes that an interrupted run left
 	// unfinished (`jsctl consumer recover` finishes them).
 	Unfinished []Unfinished `json:"unfinished_changes,omitempty"`
@@ -295,6 +298,10 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 				plan.Skipped = append(plan.Skipped, ci.Name)
 				continue
 			}
+			if jsutil.ServerOwner(ci.Name, ci.Config.Metadata) != "" {
+				plan.ServerOwned = append(plan.ServerOwned, ci.Name)
+				continue
+			}
 			if target.Kind == ToConsumer && ci.Name == target.Consumer {
 				continue // the source stays where it is
 			}
@@ -401,6 +408,7 @@ func (p *planner) planOne(ctx context.Context, name string, target Target) (*Cha
 	if err := p.complete(ctx, c, target, seq); err != nil {
 		return nil, err
 	}
+	p.refuseServerOwned(c)
 	return c, nil
 }
 
