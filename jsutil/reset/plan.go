@@ -117,6 +117,10 @@ type Change struct {
 	Source *Source `json:"source,omitempty"`
 	// Pause is what the change does about pausing (Options.Pause).
 	Pause *PauseStep `json:"pause,omitempty"`
+	// Exhausted is what is known of the messages that had used up
+	// MaxDeliver, which the change makes deliverable again (see
+	// noteExhausted); nil when there can be none.
+	Exhausted *Exhausted `json:"max_deliver_exhausted,omitempty"`
 
 	refusal error
 	state   *consumerState
@@ -409,6 +413,7 @@ func (p *planner) planOne(ctx context.Context, name string, target Target) (*Cha
 		return nil, err
 	}
 	p.refuseServerOwned(c)
+	noteExhausted(c)
 	return c, nil
 }
 
