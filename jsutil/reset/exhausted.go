@@ -60,6 +60,6 @@ func noteExhausted(c *Change) {
 	if e.AtMost == 1 {
 		noun = "message"
 	}
-	c.warn("%s %s had used up max_deliver %d and were given up on (the server reports %d redelivered, %d awaiting acknowledgement, not which ones); the change clears delivery counts, so those at or after sequence %d will be delivered again, up to %d times each",
+	c.warn("%s %s had used up max_deliver %d (the server reports %d redelivered, %d awaiting acknowledgement, not which ones); the change clears delivery counts, so those at or after sequence %d will be delivered again, up to %d times each",
 		count, noun, md, r, pending, c.To.Sequence, md)
 }

@@ -58,7 +58,7 @@ func TestPlanWarnsOfExhaustedMessages(t *testing.T) {
 	if c.Exhausted == nil || *c.Exhausted != (Exhausted{MaxDeliver: 2, Known: true, AtLeast: 1, AtMost: 1}) {
 		t.Errorf("exhausted = %+v, want max_deliver 2, known, exactly 1", c.Exhausted)
 	}
-	want := "1 message had used up max_deliver 2 and were given up on (the server reports 1 redelivered, 0 awaiting acknowledgement, not which ones); the change clears delivery counts, so those at or after sequence 1 will be delivered again, up to 2 times each"
+	want := "1 message had used up max_deliver 2 (the server reports 1 redelivered, 0 awaiting acknowledgement, not which ones); the change clears delivery counts, so those at or after sequence 1 will be delivered again, up to 2 times each"
 	if !slices.Contains(c.Warnings, want) {
 		t.Errorf("warnings %q lack %q", c.Warnings, want)
 	}
