@@ -21,7 +21,7 @@ func checkName(kind, name string) error {
 	if jsutil.NameProblem(name) == "" {
 		return nil
 	}
-	return jsutil.Errorf(jsutil.ErrBadInput, "invalid %s name %q: a name is 1 to %d bytes without spaces, control characters, \".\", \"*\", \">\", \"/\" or \"\\\"", kind, name, jsutil.MaxNameLen)
+	return jsutil.Errorf(jsutil.ErrBadInput, "invalid %s name %q: a name is 1 to %d bytes without spaces, tabs, line breaks, \".\", \"*\", \">\", \"/\" or \"\\\"", kind, name, jsutil.MaxNameLen)
 }
 
 // checkArgs checks, before a command runs and before anything connects,

@@ -129,6 +129,7 @@ func (r *planRun) run(ctx context.Context, env *Env, p *Printer, js jetstream.Je
 	n := 0
 	for _, pl := range r.plans {
 		unfinished = append(unfinished, pl.Unfinished...)
+		warnSkipped(env, pl.SkippedRecords)
 		n += len(pl.Changes)
 	}
 	warnUnfinished(env, p, unfinished)
@@ -244,7 +245,7 @@ func (r *planRun) print(p *Printer, note string) error {
 	if err := p.Table(headers, rows); err != nil {
 		return err
 	}
-	var skipped []string
+	var skipped, owned []string
 	for _, pl := range r.plans {
 		for _, c := range pl.Changes {
 			who := c.Consumer
@@ -259,9 +260,18 @@ func (r *planRun) print(p *Printer, note string) error {
 			}
 			skipped = append(skipped, s)
 		}
+		for _, s := range pl.ServerOwned {
+			if multi {
+				s = pl.Stream + "/" + s
+			}
+			owned = append(owned, s)
+		}
 	}
 	if len(skipped) > 0 {
 		p.Printf("Skipped ephemeral consumers: %s\n", Escape(strings.Join(skipped, ", ")))
+	}
+	if len(owned) > 0 {
+		p.Printf("Skipped consumers the server made for mirrors and sources: %s\n", Escape(strings.Join(owned, ", ")))
 	}
 	return nil
 }

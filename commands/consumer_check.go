@@ -171,7 +171,7 @@ func (c *ConsumerCheckCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		switch format {
 		case "nagios":
-			p.Printf("UNKNOWN: %s\n", oneLine(err.Error()))
+			p.Printf("UNKNOWN: %s\n", nagiosText(err.Error()))
 		case "json":
 			_ = p.PrintJSON(map[string]string{"status": positions.Unknown.String(), "error": err.Error()})
 		}
@@ -212,32 +212,36 @@ func printNagios(p *Printer, rep *positions.Report, sel positions.Selection) {
 	var perf []string
 	for _, r := range rep.Results {
 		for _, m := range r.Metrics {
-			perf = append(perf, nagiosPerf(r.Stream+"."+r.Consumer+"."+m.Name, m))
+			perf = append(perf, nagiosPerf(nagiosName(r.Stream)+"."+nagiosName(r.Consumer)+"."+m.Name, m))
 		}
 	}
-	line := rep.Status.String() + ": " + oneLine(checkSummary(rep, sel))
+	line := rep.Status.String() + ": " + nagiosText(checkSummary(rep, sel))
 	if len(perf) > 0 {
 		line += " | " + strings.Join(perf, " ")
 	}
 	p.Printf("%s\n", line)
 	for _, r := range rep.Results {
-		who := r.Stream
+		who := nagiosName(r.Stream)
 		if r.Consumer != "" {
-			who += "/" + r.Consumer
+			who += "/" + nagiosName(r.Consumer)
 		}
 		// No '|' in these lines: after the first line, a '|' starts
 		// performance data for the rest of the output.
-		p.Printf("%s: %s: %s\n", r.Status, strings.ReplaceAll(who, "|", "/"), strings.ReplaceAll(r.Summary(), "|", "/"))
+		p.Printf("%s: %s: %s\n", r.Status, who, nagiosText(r.Summary()))
 	}
 }
 
 // checkSummary is the first line's text: how many consumers on which
 // streams, by status.
 func checkSummary(rep *positions.Report, sel positions.Selection) string {
-	where := "on " + strings.Join(rep.Streams, ", ")
+	streams := make([]string, len(rep.Streams))
+	for i, st := range rep.Streams {
+		streams[i] = nagiosName(st)
+	}
+	where := "on " + strings.Join(streams, ", ")
 	switch {
 	case len(rep.Streams) == 0:
-		return "no streams match " + strings.Join(sel.Streams, ", ")
+		return "no streams match " + Escape(strings.Join(sel.Streams, ", "))
 	case len(rep.Streams) > 3:
 		where = fmt.Sprintf("on %d streams", len(rep.Streams))
 	}
@@ -351,7 +355,11 @@ func promName(metric string) string {
 	return "jsctl_consumer_" + metric
 }
 
+// promLabels are the stream and consumer labels of a sample: each name
+// escaped as Escape does (so a label value is valid UTF-8 without control
+// characters, and reads as consumer ls prints the name), then escaped for
+// the text format.
 func promLabels(stream, consumer string) string {
 	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `{stream="` + esc.Replace(stream) + `",consumer="` + esc.Replace(consumer) + `"}`
+	return `{stream="` + esc.Replace(Escape(stream)) + `",consumer="` + esc.Replace(Escape(consumer)) + `"}`
 }

@@ -37,6 +37,7 @@ func (c *ConsumerInfoCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	warnSkipped(env, s.SkippedRecords)
 	if p.JSON {
 		return p.PrintJSON(s)
 	}
@@ -52,8 +53,8 @@ func (c *ConsumerInfoCmd) Run(ctx context.Context, env *Env) error {
 		paused += " (until " + p.Time(*s.PauseUntil) + ")"
 	}
 	rows := [][]string{
-		{"Stream:", s.Stream},
-		{"Consumer:", s.Consumer},
+		{"Stream:", Escape(s.Stream)},
+		{"Consumer:", Escape(s.Consumer)},
 		{"Type:", consumerKind(s)},
 		{"Deliver policy:", s.DeliverPolicy},
 		{"Ack policy:", s.AckPolicy},

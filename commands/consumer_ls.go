@@ -52,10 +52,11 @@ func (c *ConsumerLsCmd) Run(ctx context.Context, env *Env) error {
 	}
 	list := []*reset.Status{}
 	for _, st := range streams {
-		l, err := reset.List(ctx, cl.JS, st, env.Now())
+		l, bad, err := reset.ListChecked(ctx, cl.JS, st, env.Now())
 		if err != nil {
 			return err
 		}
+		warnSkipped(env, bad)
 		list = append(list, l...)
 	}
 	if p.JSON {

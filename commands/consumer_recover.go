@@ -55,6 +55,7 @@ func (c *ConsumerRecoverCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	warnSkipped(env, r.SkippedRecords)
 	if len(r.Changes) == 0 {
 		return printRecovery(p, r, "")
 	}
@@ -84,14 +85,14 @@ func printRecovery(p *Printer, r *reset.Recovery, note string) error {
 		return p.PrintJSON(r)
 	}
 	if len(r.Changes) == 0 {
-		p.Printf("No unfinished changes on stream %s.\n", r.Stream)
+		p.Printf("No unfinished changes on stream %s.\n", Escape(r.Stream))
 		return nil
 	}
 	noun := "changes"
 	if len(r.Changes) == 1 {
 		noun = "change"
 	}
-	p.Printf("Stream %s: %d unfinished %s\n", r.Stream, len(r.Changes), noun)
+	p.Printf("Stream %s: %d unfinished %s\n", Escape(r.Stream), len(r.Changes), noun)
 	var rows [][]string
 	for _, rc := range r.Changes {
 		rows = append(rows, []string{
@@ -103,12 +104,13 @@ func printRecovery(p *Printer, r *reset.Recovery, note string) error {
 		return err
 	}
 	for _, rc := range r.Changes {
-		p.Printf("  %s: %s\n", rc.Consumer, rc.Reason)
+		who := Escape(rc.Consumer)
+		p.Printf("  %s: %s\n", who, rc.Reason)
 		for _, w := range rc.Warnings {
-			p.Printf("  %s: warning: %s\n", rc.Consumer, w)
+			p.Printf("  %s: warning: %s\n", who, w)
 		}
 		if rc.Error != "" {
-			p.Printf("  %s: failed: %s\n", rc.Consumer, rc.Error)
+			p.Printf("  %s: failed: %s\n", who, rc.Error)
 		}
 	}
 	if note != "" {

@@ -45,10 +45,11 @@ func (c *ConsumerSnapshotLsCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	snaps, err := positions.List(ctx, cl.JS, c.Stream, positionsOptions(env, ""))
+	snaps, bad, err := positions.ListChecked(ctx, cl.JS, c.Stream, positionsOptions(env, ""))
 	if err != nil {
 		return err
 	}
+	warnSkipped(env, bad)
 	if p.JSON {
 		out := make([]snapshotSummary, 0, len(snaps))
 		for _, s := range snaps {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 )
 
 // MaxNameLen is the server's limit for stream and consumer names
@@ -12,23 +11,21 @@ import (
 const MaxNameLen = 255
 
 // NameProblem says what makes name unusable as a stream or consumer name,
-// as the server judges names (they become tokens of API subjects), or ""
-// when nothing does: empty, longer than MaxNameLen bytes, or holding '.',
-// '*', '>', '/', '\', white space or control characters.
+// as the server judges names (isValidAssetName: they become tokens of API
+// subjects), or "" when nothing does: empty, longer than MaxNameLen bytes,
+// or holding a space, tab, line break, form feed, '.', '*', '>', '/' or '\'.
+// Any other character, control characters and Unicode spaces included, is
+// a name the server accepts, so jsctl takes it too (and prints it escaped).
 func NameProblem(name string) string {
 	switch {
 	case name == "":
 		return "it is empty"
 	case len(name) > MaxNameLen:
 		return fmt.Sprintf("it is longer than %d bytes", MaxNameLen)
-	}
-	for _, r := range name {
-		switch {
-		case r == '.' || r == '*' || r == '>' || r == '/' || r == '\\' || unicode.IsSpace(r):
-			return "it may not contain '.', '*', '>', '/', '\\' or white space"
-		case r < ' ' || r == 0x7f || unicode.IsControl(r):
-			return "it may not contain control characters"
-		}
+	case strings.ContainsAny(name, " \t\r\n\f"):
+		return "it may not contain spaces, tabs, line breaks or form feeds"
+	case strings.ContainsAny(name, ".*>/\\"):
+		return "it may not contain '.', '*', '>', '/' or '\\'"
 	}
 	return ""
 }

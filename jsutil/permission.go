@@ -36,6 +36,9 @@ func DeniedError(subject string) error {
 // prefix). A consumer jsctl makes for a moment (its name starts with
 // jsctl_tmp_) is called a temporary consumer, not by its generated name.
 func DescribeAPISubject(subject string) string {
+	if kv := describeKVSubject(subject); kv != "" {
+		return kv
+	}
 	rest := subject
 	if i := strings.Index(rest, "API."); i >= 0 {
 		rest = rest[i+len("API."):]

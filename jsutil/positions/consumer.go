@@ -132,7 +132,9 @@ func (r *streamReader) durables(ctx context.Context) ([]string, error) {
 	var out []string
 	list := r.stream.ListConsumers(ctx)
 	for ci := range list.Info() {
-		if ci.Config.Durable != "" {
+		// Ephemeral consumers belong to a running client, and those the
+		// server made for mirrors and sources to the server.
+		if ci.Config.Durable != "" && jsutil.ServerOwner(ci.Name, ci.Config.Metadata) == "" {
 			out = append(out, ci.Name)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -37,6 +38,12 @@ func store(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Opt
 		return jsutil.Errorf(jsutil.ErrConflict, "snapshot %q exists already: choose another name, or remove it first with jsctl consumer snapshot rm %s", snap.Name, snap.Name)
 	}
 	if err != nil {
+		// A refused write is never answered: name the refusal of this
+		// write, not another request's.
+		err = jsutil.RequestError(js.Conn(), jsutil.KVSubject(js, opts.SnapshotBucket, snap.Name), err)
+		if subject := jsutil.DeniedSubject(err); subject != "" {
+			err = jsutil.DeniedError(subject)
+		}
 		return jsutil.Wrap(err, "store snapshot %q in bucket %q (%d bytes)", snap.Name, opts.SnapshotBucket, len(b))
 	}
 	snap.Revision = rev
@@ -119,27 +126,42 @@ func decode(name string, data []byte, rev uint64) (*Snapshot, error) {
 
 // List reads every stored snapshot, oldest first; with stream set, only
 // those holding consumers of that stream. No bucket means no snapshots.
+// A record that is not a snapshot document is skipped (ListChecked
+// reports it).
 func List(ctx context.Context, js jetstream.JetStream, stream string, opts Options) ([]*Snapshot, error) {
+	out, _, err := ListChecked(ctx, js, stream, opts)
+	return out, err
+}
+
+// ListChecked is List, also returning the records of the bucket that are
+// not snapshot documents jsctl can read (anyone allowed to write the bucket
+// can put one there): skipped, so the others are still listed.
+func ListChecked(ctx context.Context, js jetstream.JetStream, stream string, opts Options) ([]*Snapshot, []reset.BadRecord, error) {
 	opts = opts.withDefaults()
 	names, err := Names(ctx, js, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := []*Snapshot{}
+	bad := []reset.BadRecord{}
 	for _, n := range names {
 		s, err := Get(ctx, js, n, opts)
 		if errors.Is(err, jsutil.ErrNotFound) {
 			continue // removed meanwhile
 		}
+		if errors.Is(err, jsutil.ErrBadInput) {
+			bad = append(bad, reset.BadRecord{Bucket: opts.SnapshotBucket, Key: n, Problem: err.Error()})
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if stream == "" || s.HasStream(stream) {
 			out = append(out, s)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b *Snapshot) int { return a.Created.Compare(b.Created) })
-	return out, nil
+	return out, bad, nil
 }
 
 // Names lists the stored snapshots' names, sorted.

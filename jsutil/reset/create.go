@@ -45,7 +45,7 @@ func PlanMoves(ctx context.Context, js jetstream.JetStream, stream string, moves
 	target := Target{Kind: ToSaved}
 	plan := &Plan{Created: opts.Now().UTC(), Stream: stream, Target: target, Skipped: []string{}}
 	plan.StreamCreated = p.streamCreated()
-	pending, pendingErr := p.unfinished(ctx)
+	pending, bad, pendingErr := p.unfinished(ctx)
 	plan.Changes = make([]*Change, len(moves))
 	err = p.each(ctx, len(moves), func(i int) error {
 		m := moves[i]
@@ -91,7 +91,7 @@ func PlanMoves(ctx context.Context, js jetstream.JetStream, stream string, moves
 	if err != nil {
 		return nil, err
 	}
-	plan.noteUnfinished(pending, pendingErr)
+	plan.noteUnfinished(pending, bad, pendingErr)
 	return plan, nil
 }
 

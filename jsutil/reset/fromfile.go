@@ -43,7 +43,7 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 	plan := &Plan{Created: opts.Now().UTC(), Stream: saved.Stream, Target: saved.Target, Changes: []*Change{}}
 	plan.StreamCreated = p.streamCreated()
 	recreated := p.streamRecreated(saved.StreamCreated, "the plan was made")
-	pending, pendingErr := p.unfinished(ctx)
+	pending, bad, pendingErr := p.unfinished(ctx)
 	seen := map[string]bool{}
 	for _, s := range saved.Changes {
 		if seen[s.Consumer] {
@@ -110,6 +110,6 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 			c.warn("the plan does not record when stream %q was created (made by an older jsctl): not checked that it is still the stream planned for", saved.Stream)
 		}
 	}
-	plan.noteUnfinished(pending, pendingErr)
+	plan.noteUnfinished(pending, bad, pendingErr)
 	return plan, nil
 }

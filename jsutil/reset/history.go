@@ -91,43 +91,58 @@ func History(ctx context.Context, js jetstream.JetStream, bucket, stream, consum
 	return history(ctx, js, bucket, stream, consumer)
 }
 
-// history reads the records without checking the stream.
+// history reads the records without checking the stream. Records that
+// cannot be used are skipped.
 func history(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) ([]Record, error) {
+	out, _, err := historyChecked(ctx, js, bucket, stream, consumer)
+	return out, err
+}
+
+// historyChecked is history, also returning the skipped records and
+// whether the latest one was among them.
+func historyChecked(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) ([]Record, *BadRecord, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return []Record{}, nil
+		return []Record{}, nil, nil
 	}
 	if err != nil {
-		return nil, jsutil.Wrap(err, "open reset history bucket %q", bucket)
+		return nil, nil, jsutil.Wrap(err, "open reset history bucket %q", bucket)
 	}
 	entries, err := kv.History(ctx, HistoryKey(stream, consumer))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return []Record{}, nil
+		return []Record{}, nil, nil
 	}
 	if err != nil {
-		return nil, jsutil.Wrap(err, "read reset history of consumer %q on %q", consumer, stream)
+		return nil, nil, jsutil.Wrap(err, "read reset history of consumer %q on %q", consumer, stream)
 	}
 	out := []Record{}
+	var latestBad *BadRecord
 	for _, e := range entries {
 		if e.Operation() != jetstream.KeyValuePut {
 			continue
 		}
 		var r Record
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			return nil, jsutil.Errorf(jsutil.ErrBadInput, "read reset history of consumer %q on %q (revision %d): %w", consumer, stream, e.Revision(), err)
+		if p := badHistory(stream, consumer, e.Value(), &r); p != "" {
+			latestBad = &BadRecord{Bucket: bucket, Key: e.Key(), Revision: e.Revision(), Problem: p}
+			continue
 		}
+		latestBad = nil
 		r.Revision = e.Revision()
 		out = append(out, r)
 	}
-	return out, nil
+	return out, latestBad, nil
 }
 
 // Last returns the latest recorded reset of a consumer; it wraps
-// jsutil.ErrNotFound when there is none.
+// jsutil.ErrNotFound when there is none. A latest record that cannot be
+// used is an error: undoing the one before it would undo the wrong change.
 func Last(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) (*Record, error) {
-	recs, err := history(ctx, js, bucket, stream, consumer)
+	recs, bad, err := historyChecked(ctx, js, bucket, stream, consumer)
 	if err != nil {
 		return nil, err
+	}
+	if bad != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "reset consumer %q on %q: its latest history record cannot be used: %s", consumer, stream, bad)
 	}
 	if len(recs) == 0 {
 		return nil, jsutil.Errorf(jsutil.ErrNotFound, "reset consumer %q on %q: no earlier reset in history to undo", consumer, stream)

@@ -152,7 +152,7 @@ func RecoverCommand(stream, consumer string) string {
 func shellWord(s string) string {
 	safe := s != ""
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=+,:@%/", r)) {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=+,.:@%/", r)) {
 			safe = false
 			break
 		}
@@ -386,14 +386,17 @@ func decodeIntent(e jetstream.KeyValueEntry) (*Intent, error) {
 }
 
 // list reads the intents of stream's consumers (all of them when names is
-// empty), sorted by consumer. A missing bucket holds none.
-func (s *intents) list(ctx context.Context, stream string, names []string) ([]*Intent, error) {
+// empty), sorted by consumer. A missing bucket holds none. A record that
+// cannot be used (see badIntent) is skipped and returned among the bad
+// records (those under a named consumer's key when names are given).
+func (s *intents) list(ctx context.Context, stream string, names []string) ([]*Intent, []BadRecord, error) {
+	bad := []BadRecord{}
 	kv, err := s.open(ctx, false)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return []*Intent{}, nil
+		return []*Intent{}, bad, nil
 	}
 	if err != nil {
-		return nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
+		return nil, nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 	}
 	// The watch creates its consumer with a request bounded by the
 	// context alone.
@@ -405,7 +408,7 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 		if derr := s.watchDenied(prior); derr != nil {
 			err = derr
 		}
-		return nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
+		return nil, nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 	}
 	defer func() { _ = w.Stop() }()
 	out := []*Intent{}
@@ -419,24 +422,27 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 		select {
 		case <-tick.C:
 			if err := s.watchDenied(prior); err != nil {
-				return nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
+				return nil, nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 			}
 		case e := <-w.Updates():
 			if e == nil {
 				slices.SortFunc(out, func(a, b *Intent) int { return strings.Compare(a.Consumer, b.Consumer) })
-				return out, nil
+				return out, bad, nil
 			}
-			in, err := decodeIntent(e)
-			if err != nil {
-				return nil, err
+			in, b := decodeIntentEntry(s.bucket, e)
+			if b != nil {
+				if ownKey(b.Key, stream, names) {
+					bad = append(bad, *b)
+				}
+				continue
 			}
 			if len(names) == 0 || slices.Contains(names, in.Consumer) {
 				out = append(out, in)
 			}
 		case <-timer.C:
-			return nil, jsutil.Errorf(jsutil.ErrConnection, "read intent records of stream %q from %q: no answer from the server in time", stream, s.bucket)
+			return nil, nil, jsutil.Errorf(jsutil.ErrConnection, "read intent records of stream %q from %q: no answer from the server in time", stream, s.bucket)
 		case <-ctx.Done():
-			return nil, jsutil.Wrap(ctx.Err(), "read intent records of stream %q", stream)
+			return nil, nil, jsutil.Wrap(ctx.Err(), "read intent records of stream %q", stream)
 		}
 	}
 }
@@ -454,13 +460,14 @@ func (s *intents) watchDenied(prior error) error {
 
 // ListUnfinished lists the changes of stream's consumers (all, or those named)
 // that an interrupted run left unfinished, from bucket ("" = IntentBucket).
+// Records that cannot be used are skipped (PlanRecover reports them).
 // `jsctl consumer recover` finishes them.
 func ListUnfinished(ctx context.Context, js jetstream.JetStream, bucket, stream string, consumers ...string) ([]Unfinished, error) {
 	if bucket == "" {
 		bucket = IntentBucket
 	}
 	s := &intents{js: js, bucket: bucket}
-	list, err := s.list(ctx, stream, consumers)
+	list, _, err := s.list(ctx, stream, consumers) // records that cannot be used are skipped
 	if err != nil {
 		return nil, err
 	}

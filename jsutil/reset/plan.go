@@ -43,9 +43,15 @@ type Plan struct {
 	Changes  []*Change `json:"changes"`
 	// Skipped lists the ephemeral consumers --all left alone.
 	Skipped []string `json:"skipped,omitempty"`
+	// ServerOwned lists the consumers --all left alone because the server
+	// made them for a mirror or a source (see jsutil.ServerOwner).
+	ServerOwned []string `json:"server_owned,omitempty"`
 	// Unfinished lists the stream's changes that an interrupted run left
 	// unfinished (`jsctl consumer recover` finishes them).
 	Unfinished []Unfinished `json:"unfinished_changes,omitempty"`
+	// SkippedRecords lists the stream's intent records that could not be
+	// used: reported and skipped.
+	SkippedRecords []BadRecord `json:"skipped_records,omitempty"`
 
 	// StreamCreated is when the server created the stream the plan is for
 	// (nil in plans of an older jsctl): Execute refuses a stream created
@@ -116,6 +122,10 @@ type Change struct {
 	Source *Source `json:"source,omitempty"`
 	// Pause is what the change does about pausing (Options.Pause).
 	Pause *PauseStep `json:"pause,omitempty"`
+	// Exhausted is what is known of the messages that had used up
+	// MaxDeliver, which the change makes deliverable again (see
+	// noteExhausted); nil when there can be none.
+	Exhausted *Exhausted `json:"max_deliver_exhausted,omitempty"`
 
 	refusal error
 	state   *consumerState
@@ -255,16 +265,19 @@ func (p *planner) each(ctx context.Context, n int, fn func(i int) error) error {
 }
 
 // unfinished reads the stream's unfinished changes.
-func (p *planner) unfinished(ctx context.Context) ([]*Intent, error) {
+func (p *planner) unfinished(ctx context.Context) ([]*Intent, []BadRecord, error) {
 	return p.intents.list(ctx, p.info.Config.Name, nil)
 }
 
 // noteUnfinished lists the unfinished changes in the plan. When they could
 // not be read (the user may not read the bucket), each change says so: the
 // plan is still made, and executing it needs the bucket anyway.
-func (plan *Plan) noteUnfinished(pending []*Intent, err error) {
+func (plan *Plan) noteUnfinished(pending []*Intent, bad []BadRecord, err error) {
 	for _, in := range pending {
 		plan.Unfinished = append(plan.Unfinished, in.unfinished())
+	}
+	if len(bad) > 0 {
+		plan.SkippedRecords = bad
 	}
 	if err == nil {
 		return
@@ -309,6 +322,10 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 				plan.Skipped = append(plan.Skipped, ci.Name)
 				continue
 			}
+			if jsutil.ServerOwner(ci.Name, ci.Config.Metadata) != "" {
+				plan.ServerOwned = append(plan.ServerOwned, ci.Name)
+				continue
+			}
 			if target.Kind == ToConsumer && ci.Name == target.Consumer {
 				continue // the source stays where it is
 			}
@@ -322,12 +339,13 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 	}
 	// The intent records are read while the consumers are planned.
 	var pending []*Intent
+	var bad []BadRecord
 	var pendingErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		pending, pendingErr = p.unfinished(ctx)
+		pending, bad, pendingErr = p.unfinished(ctx)
 	}()
 	plan.Changes = make([]*Change, len(consumers))
 	errs := make([]error, len(consumers))
@@ -353,7 +371,7 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 		refuseUnfinished(c, pending)
 		plan.Changes[i] = c
 	}
-	plan.noteUnfinished(pending, pendingErr)
+	plan.noteUnfinished(pending, bad, pendingErr)
 	return plan, nil
 }
 
@@ -414,6 +432,8 @@ func (p *planner) planOne(ctx context.Context, name string, target Target) (*Cha
 	if err := p.complete(ctx, c, target, seq); err != nil {
 		return nil, err
 	}
+	p.refuseServerOwned(c)
+	noteExhausted(c)
 	return c, nil
 }
 

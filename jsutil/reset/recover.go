@@ -73,6 +73,10 @@ type Recovery struct {
 	Stream   string           `json:"stream"`
 	Executed bool             `json:"executed"`
 	Changes  []*RecoverChange `json:"changes"`
+	// SkippedRecords lists the intent records that could not be used
+	// (they do not parse, or hold impossible values): reported and
+	// skipped, the other changes are still finished.
+	SkippedRecords []BadRecord `json:"skipped_records"`
 }
 
 // PlanRecover lists the changes of stream's consumers (all, or those named)
@@ -80,16 +84,17 @@ type Recovery struct {
 // and what finishing the change would do. Nothing changes on the server.
 func PlanRecover(ctx context.Context, js jetstream.JetStream, stream string, consumers []string, opts Options) (*Recovery, error) {
 	opts = opts.withDefaults()
-	r := &Recovery{Stream: stream, Changes: []*RecoverChange{}}
+	r := &Recovery{Stream: stream, Changes: []*RecoverChange{}, SkippedRecords: []BadRecord{}}
 	p, err := newPlanner(ctx, js, stream, opts)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// Intents of a deleted stream can only be cleared.
 		s := &intents{js: js, bucket: opts.IntentBucket}
-		list, lerr := s.list(ctx, stream, consumers)
+		list, bad, lerr := s.list(ctx, stream, consumers)
 		if lerr != nil {
 			return nil, lerr
 		}
-		if len(list) == 0 {
+		r.SkippedRecords = bad
+		if len(list) == 0 && len(bad) == 0 {
 			return nil, jsutil.Wrap(err, "recover consumers on %q", stream)
 		}
 		for _, in := range list {
@@ -102,10 +107,11 @@ func PlanRecover(ctx context.Context, js jetstream.JetStream, stream string, con
 	if err != nil {
 		return nil, jsutil.Wrap(err, "recover consumers on %q", stream)
 	}
-	list, err := p.intents.list(ctx, stream, consumers)
+	list, bad, err := p.intents.list(ctx, stream, consumers)
 	if err != nil {
 		return nil, err
 	}
+	r.SkippedRecords = bad
 	x := &executor{planner: p}
 	r.Changes = make([]*RecoverChange, len(list))
 	err = p.each(ctx, len(list), func(i int) error {

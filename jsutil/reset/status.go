@@ -55,27 +55,30 @@ type Status struct {
 	// unfinished change (an interrupted recreate deleted it); only Stream,
 	// Consumer, Config (the recorded one) and Unfinished are set.
 	Missing bool `json:"missing,omitempty"`
+	// SkippedRecords lists the consumer's intent records that could not be
+	// used (Describe only; ListChecked returns the stream's).
+	SkippedRecords []BadRecord `json:"skipped_records,omitempty"`
 }
 
 // unfinishedWait bounds the look at the intent records in List and
 // Describe (a user may be allowed to read consumers but not the bucket).
 const unfinishedWait = 2 * time.Second
 
-// unfinishedOf reads the stream's intent records, by consumer; empty when
-// they cannot be read.
-func unfinishedOf(ctx context.Context, js jetstream.JetStream, stream string, names ...string) map[string]*Intent {
+// unfinishedOf reads the stream's intent records, by consumer, and those
+// that could not be used; empty when they cannot be read.
+func unfinishedOf(ctx context.Context, js jetstream.JetStream, stream string, names ...string) (map[string]*Intent, []BadRecord) {
 	ctx, cancel := context.WithTimeout(ctx, unfinishedWait)
 	defer cancel()
 	s := &intents{js: js, bucket: IntentBucket}
-	list, err := s.list(ctx, stream, names)
+	list, bad, err := s.list(ctx, stream, names)
 	out := map[string]*Intent{}
 	if err != nil {
-		return out
+		return out, nil
 	}
 	for _, in := range list {
 		out[in.Consumer] = in
 	}
-	return out
+	return out, bad
 }
 
 func (st *Status) attach(in *Intent) {
@@ -91,7 +94,7 @@ func Describe(ctx context.Context, js jetstream.JetStream, stream, consumer stri
 	if err != nil {
 		return nil, jsutil.Wrap(err, "consumer %q on %q", consumer, stream)
 	}
-	pending := unfinishedOf(ctx, js, stream, consumer)
+	pending, bad := unfinishedOf(ctx, js, stream, consumer)
 	st, err := loadConsumer(ctx, js, stream, consumer)
 	if in := pending[consumer]; in != nil && errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, jsutil.Errorf(jsutil.ErrNotFound, "consumer %q on %q: consumer not found; an unfinished %s (change %s, started %s by %s@%s) may have deleted it: finish it with: %s",
@@ -102,14 +105,24 @@ func Describe(ctx context.Context, js jetstream.JetStream, stream, consumer stri
 	}
 	s := p.status(ctx, st, now)
 	s.attach(pending[consumer])
+	if len(bad) > 0 {
+		s.SkippedRecords = bad
+	}
 	return s, nil
 }
 
 // List reads the status of every consumer of stream, sorted by name.
 func List(ctx context.Context, js jetstream.JetStream, stream string, now time.Time) ([]*Status, error) {
+	out, _, err := ListChecked(ctx, js, stream, now)
+	return out, err
+}
+
+// ListChecked is List, also returning the stream's intent records that
+// could not be used (skipped).
+func ListChecked(ctx context.Context, js jetstream.JetStream, stream string, now time.Time) ([]*Status, []BadRecord, error) {
 	p, err := newPlanner(ctx, js, stream, Options{})
 	if err != nil {
-		return nil, jsutil.Wrap(err, "list consumers of %q", stream)
+		return nil, nil, jsutil.Wrap(err, "list consumers of %q", stream)
 	}
 	names := p.stream.ConsumerNames(ctx)
 	var all []string
@@ -117,9 +130,9 @@ func List(ctx context.Context, js jetstream.JetStream, stream string, now time.T
 		all = append(all, n)
 	}
 	if err := names.Err(); err != nil {
-		return nil, jsutil.Wrap(err, "list consumers of %q", stream)
+		return nil, nil, jsutil.Wrap(err, "list consumers of %q", stream)
 	}
-	pending := unfinishedOf(ctx, js, stream)
+	pending, bad := unfinishedOf(ctx, js, stream)
 	for n := range pending {
 		if !slices.Contains(all, n) {
 			all = append(all, n)
@@ -136,13 +149,13 @@ func List(ctx context.Context, js jetstream.JetStream, stream string, now time.T
 			continue
 		}
 		if err != nil {
-			return nil, jsutil.Wrap(err, "consumer %q on %q", n, stream)
+			return nil, nil, jsutil.Wrap(err, "consumer %q on %q", n, stream)
 		}
 		s := p.status(ctx, st, now)
 		s.attach(pending[n])
 		out = append(out, s)
 	}
-	return out, nil
+	return out, bad, nil
 }
 
 func (p *planner) status(ctx context.Context, st *consumerState, now time.Time) *Status {
