@@ -312,7 +312,7 @@ func pauseText(c *reset.Change, ps *reset.PauseStep) string {
 	case ps.AlreadyPausedUntil != nil:
 		return fmt.Sprintf("already paused until %s: changed while paused, and left paused", ps.AlreadyPausedUntil.UTC().Format(time.RFC3339))
 	case ps.Paused:
-		out := fmt.Sprintf("paused; its deliveries settled in %s", time.Duration(ps.DrainNS).Round(time.Millisecond))
+		out := "paused; " + drainText(ps)
 		switch {
 		case ps.Resumed:
 			out += "; resumed"
@@ -326,7 +326,7 @@ func pauseText(c *reset.Change, ps *reset.PauseStep) string {
 		waits = fmt.Sprintf("wait up to %s for its %s", time.Duration(ps.DrainTimeoutNS), plural(ps.AckPending, "unacknowledged delivery", "unacknowledged deliveries"))
 	}
 	busy := ""
-	if ps.Waiting > 0 {
+	if ps.Waiting > 0 && c.Method != reset.Recreate { // a recreate warns instead
 		busy = fmt.Sprintf(" (%s waiting: served from the new position after the resume)", plural(ps.Waiting, "pull request", "pull requests"))
 	}
 	return fmt.Sprintf("pause it, %s, %s it and verify, %s%s", waits, c.Method, then, busy)

@@ -190,6 +190,7 @@ func (c *ConsumerResetCmd) options(env *Env) reset.Options {
 		Now: env.Now,
 	}
 	c.pauseFlags.apply(&o)
+	env.waitOptions(&o)
 	return o
 }
 

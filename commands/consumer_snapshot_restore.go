@@ -109,6 +109,7 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 		ForgetAcks: c.ForgetAcks, AcksBucket: c.AcksBucket,
 	}
 	c.pauseFlags.apply(&opts)
+	env.waitOptions(&opts)
 	bar := env.Progress("planning")
 	opts.Progress = bar.Set
 	plans, err := positions.PlanRestore(ctx, cl.JS, snap, c.Consumers, opts)

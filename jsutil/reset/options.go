@@ -22,6 +22,11 @@ type Options struct {
 	Pause        bool
 	DrainTimeout time.Duration // default 30s
 	KeepPaused   bool
+	// Drain, when set, is told how the wait for a paused consumer's
+	// deliveries goes: at its start, at each look (every 50 to 200 ms) and
+	// at its end (Drain.Outcome set). Calls for different consumers may
+	// come from different goroutines at once.
+	Drain func(Drain)
 	// ForgetAcks deletes the ack records of the replayed range (jsutil/acks)
 	// before moving a consumer back.
 	ForgetAcks bool

@@ -531,6 +531,7 @@ func (p *planner) checkRefusals(c *Change) {
 	info := c.state.info
 	if p.opts.Pause {
 		c.Pause = p.pausePlan(c.state)
+		warnWaiting(c)
 	}
 	if p.opts.Force {
 		return
