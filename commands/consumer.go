@@ -159,6 +159,9 @@ func (r *planRun) run(ctx context.Context, env *Env, p *Printer, js jetstream.Je
 		if execErr = reset.Execute(ctx, js, pl, opts); execErr != nil {
 			break
 		}
+		if opts.Unpin {
+			reset.Unpin(ctx, js, pl, opts)
+		}
 		done += len(pl.Changes)
 	}
 	bar.Done()
@@ -276,6 +279,9 @@ func printChangeNotes(p *Printer, who string, c *reset.Change) {
 	}
 	if ps := c.Pause; ps != nil {
 		p.Printf("  %s: pause: %s\n", who, pauseText(c, ps))
+	}
+	if pr := c.Priority; pr != nil {
+		p.Printf("  %s: priority: %s\n", who, priorityText(c, pr))
 	}
 	for _, w := range c.Warnings {
 		p.Printf("  %s: warning: %s\n", who, w)

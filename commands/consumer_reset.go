@@ -36,6 +36,7 @@ type ConsumerResetCmd struct {
 	Method  string `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
 	Force   bool   `name:"force" help:"Move busy consumers while clients read from them (prefer --pause), and accept moves that skip messages for good."`
 	pauseFlags
+	Unpin      bool   `name:"unpin" help:"Release the pinned client of each priority group (policy pinned_client) after the move; the server pins the next client that asks."`
 	ForgetAcks bool   `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
 	AcksBucket string `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket."`
 	AcksScope  string `name:"acks-scope" placeholder:"NAME" predictor:"scope" help:"Ack-record scope (default STREAM.CONSUMER)."`
@@ -100,6 +101,7 @@ Examples:
   jsctl consumer reset ORDERS billing --to-previous --execute
   jsctl consumer reset ORDERS billing-v2 --to-consumer billing --execute
   jsctl consumer reset ORDERS billing --to-time -1h --pause --execute
+  jsctl consumer reset ORDERS workers --to-ack-floor --unpin --execute
   jsctl consumer reset --streams 'ORD*' --all --to-latest --pause --keep-paused`
 }
 
@@ -191,6 +193,7 @@ func (c *ConsumerResetCmd) options(env *Env) reset.Options {
 	}
 	c.pauseFlags.apply(&o)
 	env.waitOptions(&o)
+	o.Unpin = c.Unpin
 	return o
 }
 

@@ -27,6 +27,9 @@ type Options struct {
 	// at its end (Drain.Outcome set). Calls for different consumers may
 	// come from different goroutines at once.
 	Drain func(Drain)
+	// Unpin releases the consumers' pinned clients after the move (see
+	// Unpin; the plan's Change.Priority says so).
+	Unpin bool
 	// ForgetAcks deletes the ack records of the replayed range (jsutil/acks)
 	// before moving a consumer back.
 	ForgetAcks bool

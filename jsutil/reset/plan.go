@@ -111,6 +111,8 @@ type Change struct {
 	Source *Source `json:"source,omitempty"`
 	// Pause is what the change does about pausing (Options.Pause).
 	Pause *PauseStep `json:"pause,omitempty"`
+	// Priority is the consumer's priority groups and pinned clients.
+	Priority *Priority `json:"priority,omitempty"`
 
 	refusal error
 	state   *consumerState
@@ -533,6 +535,7 @@ func (p *planner) checkRefusals(c *Change) {
 		c.Pause = p.pausePlan(c.state)
 		warnWaiting(c)
 	}
+	c.Priority = priorityOf(c.state, p.opts.Unpin)
 	if p.opts.Force {
 		return
 	}
