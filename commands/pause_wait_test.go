@@ -118,7 +118,16 @@ func TestServerDiesMidCommand(t *testing.T) {
 	heldDelivery(t, nc)
 	var stdout, stderr lockedBuffer
 	done := startReset(context.Background(), s.URL(), &stdout, &stderr, "--to-seq", "3", "--pause", "--drain-timeout", "5m", "--execute", "--timeout", "1s", "--retry-for", "3s")
-	testserver.WaitFor(t, time.Minute, "the wait line", func() bool { return strings.Contains(stderr.String(), "jsctl: waiting for 1 delivery") })
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testserver.WaitFor(t, time.Minute, "jsctl to pause the consumer", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := js.Consumer(ctx, "ORDERS", "billing")
+		return err == nil && c.CachedInfo().Paused
+	})
 	s.Kill()
 	notice := regexp.MustCompile(`(?m)^jsctl: no answer from the server; asking again for up to [1-3]s \(Ctrl-C to stop\)$`)
 	testserver.WaitFor(t, time.Minute, "the notice", func() bool { return notice.MatchString(stderr.String()) })
