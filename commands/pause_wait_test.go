@@ -3,12 +3,14 @@ package commands_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/jsctl/jsctl/commands"
 	"github.com/jsctl/jsctl/internal/natsproc"
 	"github.com/jsctl/jsctl/internal/testserver"
@@ -136,5 +138,37 @@ func TestServerDiesMidCommand(t *testing.T) {
 	t.Logf("exit %d %s after the kill\nstdout:\n%s\nstderr:\n%s", code, time.Since(killed).Round(time.Millisecond), stdout.String(), stderr.String())
 	if code != commands.ExitConnection {
 		t.Fatalf("exit %d, want %d", code, commands.ExitConnection)
+	}
+}
+
+// TestPauseDrainLiveLine (issue 17, item 9): at a terminal the wait is one
+// line redrawn in place and cleared when the wait ends, before the result.
+func TestPauseDrainLiveLine(t *testing.T) {
+	s := testserver.Start(t)
+	heldDelivery(t, testserver.Connect(t, s))
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptm.Close()
+	screen := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(ptm) // until the terminal side is closed (EIO)
+		screen <- string(b)
+	}()
+	var stdout bytes.Buffer
+	args := []string{"--server", s.ClientURL(), "--tz", "UTC", "consumer", "reset", "ORDERS", "billing", "--to-seq", "3", "--pause", "--drain-timeout", "1s", "--execute"}
+	code := commands.Run(context.Background(), args, strings.NewReader(""), &stdout, tty, false)
+	tty.Close()
+	var out string
+	select {
+	case out = <-screen:
+	case <-time.After(time.Minute):
+		t.Fatal("the terminal was not closed")
+	}
+	live := "\r\x1b[Kwaiting for 1 delivery of \"billing\" on \"ORDERS\" to be acknowledged, 0s of 1s"
+	if code != commands.ExitConflict || !strings.HasPrefix(out, live) || !strings.Contains(out, "\r\x1b[Kjsctl: error: ") || strings.Contains(out, "jsctl: waiting") ||
+		!strings.Contains(stdout.String(), "billing: pause: paused; timed out after ") {
+		t.Fatalf("exit %d, terminal %q, stdout:\n%s", code, out, stdout.String())
 	}
 }
