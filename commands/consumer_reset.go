@@ -87,6 +87,17 @@ recreate on a work-queue stream (the server takes only deliver policy all
 there), and --to-previous when the last recorded change created the consumer
 (it had no earlier position: delete it to undo the create).
 
+With --pause a pull request waiting since before the pause is served from the
+new position after the resume only by a reset in place: a recreate ends it
+with 409 Consumer Deleted (the plan warns; the client must ask again). While
+it waits for deliveries, stderr says so (a live line at a terminal; a plain
+line every 10s otherwise; nothing with --json). A server that stops answering
+is asked again for up to --retry-for (default 30s), and stderr says so.
+
+The plan shows a consumer's priority groups and pinned clients; a recreate
+keeps every priority setting (the pin, server state, is dropped); --unpin
+releases the pins after the move.
+
 --streams GLOB (repeatable) with --all moves every durable consumer of each
 matching stream, with a STREAM column; --json then prints one document for all
 streams, {"streams": [...], "changes": [...]}.
