@@ -52,7 +52,9 @@ type Options struct {
 	// Settle bounds how long a change whose reply was lost (a server
 	// restart, a leader election, a network fault) keeps finding out what
 	// happened and finishing it before it gives up and leaves the change
-	// to `consumer recover` (default 30s).
+	// to `consumer recover` (default 30s). A context made with
+	// jsutil.WithRetry bounds the whole outage by its budget as well, and
+	// its callback is told each time a loop asks again (jsctl: --retry-for).
 	Settle time.Duration
 	// Concurrency is how many consumers are planned, and changed, at once
 	// (default 8). Execution runs the first change alone, so a refusal or a
