@@ -255,7 +255,7 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 	// election) does not answer: ask again for a while, as a consume that
 	// runs for days should not die of a moment at its start.
 	var cons jetstream.Consumer
-	err = jsutil.WhileUnanswered(ctx, jsutil.DefaultSettle, func() error {
+	err = jsutil.WhileUnanswered(ctx, jsutil.RetryFor(ctx), func() error {
 		var err error
 		cons, err = cl.JS.Consumer(ctx, c.Stream, c.Consumer)
 		return jsutil.RequestError(cl.JS.Conn(), jsutil.APIPrefix(cl.JS.Options())+"CONSUMER.INFO."+c.Stream+"."+c.Consumer, err)
@@ -347,7 +347,7 @@ func (c *ConsumeCmd) openBucket(ctx context.Context, js jetstream.JetStream) (*a
 		// answer for now is asked again: guessing 1 would create an R1
 		// bucket for an R3 stream. Only a refused read leaves 1.
 		replicas = 1
-		err := jsutil.WhileUnanswered(ctx, jsutil.DefaultSettle, func() error {
+		err := jsutil.WhileUnanswered(ctx, jsutil.RetryFor(ctx), func() error {
 			st, err := js.Stream(ctx, c.Stream) // its info, read once
 			if err == nil && st.CachedInfo().Config.Replicas > 0 {
 				replicas = st.CachedInfo().Config.Replicas

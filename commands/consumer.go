@@ -160,6 +160,9 @@ func (r *planRun) run(ctx context.Context, env *Env, p *Printer, js jetstream.Je
 		if execErr = reset.Execute(ctx, js, pl, opts); execErr != nil {
 			break
 		}
+		if opts.Unpin {
+			reset.Unpin(ctx, js, pl, opts)
+		}
 		done += len(pl.Changes)
 	}
 	bar.Done()
@@ -287,6 +290,9 @@ func printChangeNotes(p *Printer, who string, c *reset.Change) {
 	if ps := c.Pause; ps != nil {
 		p.Printf("  %s: pause: %s\n", who, pauseText(c, ps))
 	}
+	if pr := c.Priority; pr != nil {
+		p.Printf("  %s: priority: %s\n", who, priorityText(c, pr))
+	}
 	what := "saved configuration against the consumer's own (not applied)"
 	if c.Method == reset.Create {
 		what = "saved configuration against the server's defaults"
@@ -327,7 +333,7 @@ func pauseText(c *reset.Change, ps *reset.PauseStep) string {
 	case ps.AlreadyPausedUntil != nil:
 		return fmt.Sprintf("already paused until %s: changed while paused, and left paused", ps.AlreadyPausedUntil.UTC().Format(time.RFC3339))
 	case ps.Paused:
-		out := fmt.Sprintf("paused; its deliveries settled in %s", time.Duration(ps.DrainNS).Round(time.Millisecond))
+		out := "paused; " + drainText(ps)
 		switch {
 		case ps.Resumed:
 			out += "; resumed"
@@ -341,7 +347,7 @@ func pauseText(c *reset.Change, ps *reset.PauseStep) string {
 		waits = fmt.Sprintf("wait up to %s for its %s", time.Duration(ps.DrainTimeoutNS), plural(ps.AckPending, "unacknowledged delivery", "unacknowledged deliveries"))
 	}
 	busy := ""
-	if ps.Waiting > 0 {
+	if ps.Waiting > 0 && c.Method != reset.Recreate { // a recreate warns instead
 		busy = fmt.Sprintf(" (%s waiting: served from the new position after the resume)", plural(ps.Waiting, "pull request", "pull requests"))
 	}
 	return fmt.Sprintf("pause it, %s, %s it and verify, %s%s", waits, c.Method, then, busy)

@@ -51,6 +51,7 @@ func (c *ConsumerRecoverCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	opts := reset.Options{Timeout: env.Globals.Timeout, Now: env.Now}
+	env.waitOptions(&opts)
 	r, err := reset.PlanRecover(ctx, cl.JS, c.Stream, c.Consumers, opts)
 	if err != nil {
 		return err

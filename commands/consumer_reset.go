@@ -35,6 +35,7 @@ type ConsumerResetCmd struct {
 	Method string `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
 	Force  bool   `name:"force" help:"Move busy consumers while clients read from them (prefer --pause), and accept moves that skip messages for good."`
 	pauseFlags
+	Unpin      bool   `name:"unpin" help:"Release the pinned client of each priority group (policy pinned_client) after the move; the server pins the next client that asks."`
 	ForgetAcks bool   `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
 	AcksBucket string `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket (jsctl consume's records)."`
 	AcksScope  string `name:"scope" placeholder:"NAME" predictor:"scope" help:"Ack-record scope (default STREAM.CONSUMER)."`
@@ -88,6 +89,17 @@ recreate on a work-queue stream (the server takes only deliver policy all
 there), and --to-previous when the last recorded change created the consumer
 (it had no earlier position: delete it to undo the create).
 
+With --pause a pull request waiting since before the pause is served from the
+new position after the resume only by a reset in place: a recreate ends it
+with 409 Consumer Deleted (the plan warns; the client must ask again). While
+it waits for deliveries, stderr says so (a live line at a terminal; a plain
+line every 10s otherwise; nothing with --json). A server that stops answering
+is asked again for up to --retry-for (default 30s), and stderr says so.
+
+The plan shows a consumer's priority groups and pinned clients; a recreate
+keeps every priority setting (the pin, server state, is dropped); --unpin
+releases the pins after the move.
+
 --streams GLOB (repeatable) with --all moves every durable consumer of each
 matching stream, with a STREAM column; --json then prints one document for all
 streams, {"streams": [...], "changes": [...]}.
@@ -102,6 +114,7 @@ Examples:
   jsctl consumer reset ORDERS billing --to-previous --execute
   jsctl consumer reset ORDERS billing-v2 --to-consumer billing --execute
   jsctl consumer reset ORDERS billing --to-time -1h --pause --execute
+  jsctl consumer reset ORDERS workers --to-ack-floor --unpin --execute
   jsctl consumer reset --streams 'ORD*' --all --to-latest --pause --keep-paused`
 }
 
@@ -194,6 +207,8 @@ func (c *ConsumerResetCmd) options(env *Env) reset.Options {
 		Now:        env.Now,
 	}
 	c.pauseFlags.apply(&o)
+	env.waitOptions(&o)
+	o.Unpin = c.Unpin
 	return o
 }
 

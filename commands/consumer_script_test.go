@@ -192,13 +192,14 @@ type waitKey struct{}
 
 // cmdConsumerWaited reads the message that the pull request left waiting by
 // consumer-wait received, as the client blocked in Fetch would, and fails
-// unless it came within 5 seconds with stream sequence SEQ:
+// unless it came within 5 seconds with stream sequence SEQ, or, with
+// --status, as a status message with code CODE (409: the request ended):
 //
-//	consumer-waited STREAM NAME --want SEQ
+//	consumer-waited STREAM NAME --want SEQ|--status CODE
 func cmdConsumerWaited(ts *testscript.TestScript, neg bool, args []string) {
-	opts, pos := flagArgs(ts, args, "want")
-	if neg || len(pos) != 2 || opts["want"] == nil {
-		ts.Fatalf("usage: consumer-waited STREAM NAME --want SEQ")
+	opts, pos := flagArgs(ts, args, "want", "status")
+	if neg || len(pos) != 2 || (opts["want"] == nil) == (opts["status"] == nil) {
+		ts.Fatalf("usage: consumer-waited STREAM NAME --want SEQ|--status CODE")
 	}
 	sub := ts.Value(waitKey{}).(map[string]*nats.Subscription)[pos[0]+"/"+pos[1]]
 	if sub == nil {
@@ -207,6 +208,13 @@ func cmdConsumerWaited(ts *testscript.TestScript, neg bool, args []string) {
 	m, err := sub.NextMsg(5 * time.Second)
 	if err != nil {
 		ts.Fatalf("consumer-waited %s: no message within 5s: %v", pos[1], err)
+	}
+	if st := opts["status"]; st != nil {
+		if got := m.Header.Get("Status"); got != st[0] || len(m.Data) != 0 {
+			ts.Fatalf("consumer-waited %s: got status %q %q (%q), want status %s", pos[1], got, m.Header.Get("Description"), m.Data, st[0])
+		}
+		ts.Logf("consumer-waited %s: status %s %s", pos[1], m.Header.Get("Status"), m.Header.Get("Description"))
+		return
 	}
 	md, err := m.Metadata()
 	if err != nil {

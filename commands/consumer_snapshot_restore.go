@@ -121,6 +121,7 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 		ForgetAcks: c.ForgetAcks, AcksBucket: deprecatedFlag(env, "--acks-bucket", "--bucket", c.OldAcksBucket, c.AcksBucket), ByTime: c.ByTime,
 	}
 	c.pauseFlags.apply(&opts)
+	env.waitOptions(&opts)
 	bar := env.Progress("planning")
 	opts.Progress = bar.Set
 	plans, err := positions.PlanRestore(ctx, cl.JS, snap, c.Consumers, opts)

@@ -81,6 +81,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
 		return usageExitCode(kctx)
 	}
+	ctx = jsutil.WithRetry(ctx, cli.Globals.RetryFor, env.waitLines().unanswered)
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run()
 	if err == nil {

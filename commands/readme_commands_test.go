@@ -88,6 +88,8 @@ var readmeCases = map[string]readmeCase{
 	"jsctl consumer reset ORDERS billing --to-seq 20 --pause --execute":          {},
 	"jsctl consumer reset ORDERS billing --to-seq 20 --pause":                    {},
 	"jsctl consumer reset --streams 'ORD*' --all --to-latest --pause":            {},
+	"jsctl consumer reset ORDERS workers --to-ack-floor --unpin --execute": {
+		run: "jsctl consumer reset ORDERS billing --to-ack-floor --unpin --execute", why: "the fixture has no consumer with priority groups (TestResetPriorityPinned has one)"},
 	"jsctl consumer reset ORDERS eu --to-consumer us --execute": {exit: 5,
 		run: "jsctl consumer reset ORDERS us --to-seq 6 --execute >/dev/null && jsctl consumer reset ORDERS eu --to-earliest --execute >/dev/null && jsctl consumer reset ORDERS eu --to-consumer us --execute",
 		why: "earlier README lines move every consumer: us is moved to sequence 6, past its first us orders, and eu before the first eu order"},

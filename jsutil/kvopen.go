@@ -39,11 +39,13 @@ func OpenKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 // place a replica on for now: 10005), until settle
 // has passed or ctx ends. It returns f's last error. f should class a
 // refusal with RequestError, so that a denied request is not sent again.
+// Each time it is about to call f again it says so through ctx's callback
+// (see WithRetry).
 func WhileUnanswered(ctx context.Context, settle time.Duration, f func() error) error {
 	deadline := time.Now().Add(settle)
 	for {
 		err := f()
-		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().After(deadline) || !AskAgain(ctx, deadline, err) {
 			return err
 		}
 		t := time.NewTimer(200 * time.Millisecond)

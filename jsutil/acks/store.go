@@ -86,7 +86,7 @@ func WithStorage(st jetstream.StorageType) Option { return func(c *openConfig) {
 func WithWorker(name string) Option { return func(c *openConfig) { c.worker = name } }
 
 // openTimeout bounds each request of Open; one left unanswered is sent
-// again for up to jsutil.DefaultSettle (or until ctx ends).
+// again for up to jsutil.RetryFor(ctx) (or until ctx ends).
 const openTimeout = 5 * time.Second
 
 // Open opens the ack-record bucket, creating it on first use with history
@@ -120,7 +120,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 		LimitMarkerTTL: c.markerTTL,
 		Replicas:       c.replicas,
 		Storage:        c.storage,
-	}, true, openTimeout, jsutil.DefaultSettle)
+	}, true, openTimeout, jsutil.RetryFor(ctx))
 	if err != nil {
 		return nil, openErr(err, c.bucket)
 	}

@@ -52,7 +52,7 @@ func store(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Opt
 
 // openBucket opens the snapshot bucket; with replicas > 0 it creates a
 // missing one, else a missing bucket is jetstream.ErrBucketNotFound. An
-// unanswered request is sent again for up to jsutil.DefaultSettle, or
+// unanswered request is sent again for up to jsutil.RetryFor(ctx), or
 // until ctx ends (see jsutil.OpenKV).
 func openBucket(ctx context.Context, js jetstream.JetStream, opts Options, replicas int) (jetstream.KeyValue, error) {
 	bucket := opts.SnapshotBucket
@@ -62,7 +62,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, opts Options, repli
 		History:     1,
 		Replicas:    replicas,
 		Storage:     jetstream.FileStorage,
-	}, replicas > 0, opts.Timeout, jsutil.DefaultSettle)
+	}, replicas > 0, opts.Timeout, jsutil.RetryFor(ctx))
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, jsutil.Wrap(err, "open snapshot bucket %q", bucket)
 	}

@@ -88,7 +88,7 @@ func (x *executor) resetSure(ctx context.Context, c *Change, seq, want uint64) (
 		default:
 			return unchanged, wrapConsumer(err, c.Stream, c.Consumer)
 		}
-		if time.Now().After(deadline) || !sleepCtx(ctx, backoff(attempt)) {
+		if time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
 			return unsettled, unsettledErr(c, "reset", err)
 		}
 	}
@@ -141,7 +141,7 @@ func (x *executor) checkCreate(ctx context.Context, c *Change, cfg rawConfig) er
 			return nil
 		}
 		c.unsure = c.unsure || lost(err)
-		if !lost(err) || time.Now().After(deadline) || !sleepCtx(ctx, backoff(attempt)) {
+		if !lost(err) || time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
 			return err
 		}
 	}
@@ -240,7 +240,7 @@ func (x *executor) deleteSure(ctx context.Context, c *Change, created *time.Time
 			sent, c.unsure = true, true
 			lerr = err
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) || !sleepCtx(ctx, backoff(attempt)) {
+		if ctx.Err() != nil || time.Now().After(deadline) || !again(ctx, lerr, deadline, backoff(attempt)) {
 			if !sent {
 				return unchanged, wrapConsumer(lerr, c.Stream, c.Consumer)
 			}
@@ -293,7 +293,7 @@ func (x *executor) createOnce(ctx context.Context, c *Change, cfg rawConfig) (ou
 		case lerr == nil:
 			return unchanged, jsutil.Errorf(jsutil.ErrConflict, "create consumer %q on %q: a consumer of that name exists with another configuration", c.Consumer, c.Stream)
 		}
-		if time.Now().After(deadline) || !sleepCtx(ctx, backoff(attempt)) {
+		if time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
 			return unsettled, unsettledErr(c, "create", err)
 		}
 	}
@@ -324,7 +324,7 @@ func (x *executor) confirmCreate(ctx context.Context, c *Change, cfg rawConfig, 
 		case !lost(err):
 			return unsettled, unsettledErr(c, "create (writing the consumer's metadata again)", err)
 		}
-		if time.Now().After(deadline) || !sleepCtx(ctx, backoff(attempt)) {
+		if time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
 			return unsettled, unsettledErr(c, "create", err)
 		}
 	}
@@ -396,7 +396,7 @@ func (x *executor) loadSure(ctx context.Context, c *Change) (*consumerState, err
 	deadline := time.Now().Add(x.opts.Settle)
 	for attempt := 0; ; attempt++ {
 		st, err := x.load(ctx, c)
-		if err == nil || !lost(err) || time.Now().After(deadline) || !sleepCtx(ctx, backoff(attempt)) {
+		if err == nil || !lost(err) || time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
 			return st, err
 		}
 	}

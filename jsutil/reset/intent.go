@@ -248,7 +248,7 @@ func (s *intents) begin(ctx context.Context, in *Intent) error {
 		} else if !lost(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return jsutil.Wrap(err, "%s", what)
 		}
-		if !sleepCtx(ctx, 200*time.Millisecond) || time.Now().After(deadline) {
+		if !again(ctx, err, deadline, 200*time.Millisecond) || time.Now().After(deadline) {
 			return jsutil.Wrap(err, "%s", what)
 		}
 	}
@@ -301,7 +301,7 @@ func (s *intents) rewrite(ctx context.Context, kv jetstream.KeyValue, in *Intent
 				return false, nil
 			}
 		}
-		if !lost(err) || time.Now().After(deadline) || !sleepCtx(ctx, 200*time.Millisecond) {
+		if !lost(err) || time.Now().After(deadline) || !again(ctx, err, deadline, 200*time.Millisecond) {
 			return false, jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "%s", what)
 		}
 	}
@@ -356,7 +356,7 @@ func (s *intents) complete(ctx context.Context, in *Intent) error {
 		if !lost(err) || time.Now().After(deadline) {
 			return jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "complete the intent record of consumer %q on %q", in.Consumer, in.Stream)
 		}
-		if !sleepCtx(ctx, 200*time.Millisecond) {
+		if !again(ctx, err, deadline, 200*time.Millisecond) {
 			return err
 		}
 	}

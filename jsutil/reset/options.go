@@ -22,6 +22,14 @@ type Options struct {
 	Pause        bool
 	DrainTimeout time.Duration // default 30s
 	KeepPaused   bool
+	// Drain, when set, is told how the wait for a paused consumer's
+	// deliveries goes: at its start, at each look (every 50 to 200 ms) and
+	// at its end (Drain.Outcome set). Calls for different consumers may
+	// come from different goroutines at once.
+	Drain func(Drain)
+	// Unpin releases the consumers' pinned clients after the move (see
+	// Unpin; the plan's Change.Priority says so).
+	Unpin bool
 	// ForgetAcks deletes the ack records of the replayed range (jsutil/acks)
 	// before moving a consumer back.
 	ForgetAcks bool
@@ -44,7 +52,9 @@ type Options struct {
 	// Settle bounds how long a change whose reply was lost (a server
 	// restart, a leader election, a network fault) keeps finding out what
 	// happened and finishing it before it gives up and leaves the change
-	// to `consumer recover` (default 30s).
+	// to `consumer recover` (default 30s). A context made with
+	// jsutil.WithRetry bounds the whole outage by its budget as well, and
+	// its callback is told each time a loop asks again (jsctl: --retry-for).
 	Settle time.Duration
 	// Concurrency is how many consumers are planned, and changed, at once
 	// (default 8). Execution runs the first change alone, so a refusal or a

@@ -53,6 +53,32 @@ type PauseStep struct {
 	Paused  bool  `json:"paused"`
 	DrainNS int64 `json:"drain_ns"`
 	Resumed bool  `json:"resumed"`
+	// Drain is how the wait for its deliveries ended, one of the Drain*
+	// outcomes ("" before it ended); Unacked how many deliveries were
+	// still unacknowledged then.
+	Drain   string `json:"drain,omitempty"`
+	Unacked int    `json:"unacked,omitempty"`
+}
+
+// The outcomes of the wait for a paused consumer's deliveries.
+const (
+	DrainSettled   = "settled"   // none is left unacknowledged
+	DrainTimedOut  = "timed out" // DrainTimeout passed first
+	DrainCancelled = "cancelled" // the run was interrupted (ctx ended)
+	DrainFailed    = "failed"    // the server failed a request
+)
+
+// Drain is what Options.Drain is told while jsctl waits for a paused
+// consumer's unacknowledged deliveries.
+type Drain struct {
+	Stream, Consumer string
+	// Unacked is how many deliveries are unacknowledged.
+	Unacked int
+	// Waited is how long it has waited, of Timeout.
+	Waited, Timeout time.Duration
+	// Outcome is set (a Drain* outcome) in the last call, when the wait
+	// has ended.
+	Outcome string
 }
 
 // PauseIntent is the pause a change sets, kept in its intent record so
@@ -87,6 +113,20 @@ func (p *planner) pausePlan(st *consumerState) *PauseStep {
 		ps.AlreadyPausedUntil, ps.Resume = until, false
 	}
 	return ps
+}
+
+// warnWaiting warns, for a change made with Options.Pause, that a
+// recreate does not keep the consumer's waiting pull requests: deleting
+// the consumer ends each with "409 Consumer Deleted", and the clients must
+// send them again. Only a change in place serves them after the resume.
+func warnWaiting(c *Change) {
+	if n := c.state.info.NumWaiting; n > 0 && c.Method == Recreate {
+		what := fmt.Sprintf("%d pull requests are waiting", n)
+		if n == 1 {
+			what = "1 pull request is waiting"
+		}
+		c.warn("%s: the recreate ends them with 409 Consumer Deleted, and their clients must send them again (only a reset in place serves waiting requests after the resume)", what)
+	}
 }
 
 // pausedUntil is the end of the consumer's pause, nil when it is not
@@ -133,19 +173,26 @@ func (x *executor) beginPause(ctx context.Context, c *Change, in *Intent) (*cons
 		return err == nil && st.info.Paused, err
 	})
 	if err != nil {
+		x.drained(ctx, c, start, err)
 		return nil, jsutil.Wrap(err, "reset consumer %q on %q: wait for the server to report it paused (nothing changed)", c.Consumer, c.Stream)
 	}
+	c.Pause.Unacked = st.info.NumAckPending
 	if st.info.NumAckPending > 0 {
+		x.drainTold(c, start, "")
 		derr := x.poll(ctx, x.opts.DrainTimeout, func() (bool, error) {
-			var err error
-			st, err = x.load(ctx, c)
-			return err == nil && st.info.NumAckPending == 0, err
+			cur, err := x.load(ctx, c)
+			if err == nil {
+				st, c.Pause.Unacked = cur, cur.info.NumAckPending
+			}
+			x.drainTold(c, start, "")
+			return err == nil && cur.info.NumAckPending == 0, err
 		})
 		if derr != nil && !errors.Is(derr, errPollTimeout) {
+			x.drained(ctx, c, start, derr)
 			return nil, jsutil.Wrap(derr, "reset consumer %q on %q: wait for its deliveries to settle (nothing changed)", c.Consumer, c.Stream)
 		}
 	}
-	c.Pause.DrainNS = time.Since(start).Nanoseconds()
+	x.drained(ctx, c, start, nil)
 	if n := st.info.NumAckPending; n > 0 {
 		if !x.opts.Force {
 			return nil, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %s still unacknowledged after %s (a client is working on it, died holding it or nak'd it; a paused consumer redelivers nothing); nothing changed: wait longer with --drain-timeout, or pass --force to reset it anyway",
@@ -154,6 +201,33 @@ func (x *executor) beginPause(ctx context.Context, c *Change, in *Intent) (*cons
 		c.warn("%s still unacknowledged after %s; changed anyway (--force)", deliveries(n), x.opts.DrainTimeout)
 	}
 	return st, nil
+}
+
+// drained records how the wait for the change's deliveries, begun at
+// start, ended (err: the wait's error, nil when it ended by itself) and
+// tells Options.Drain.
+func (x *executor) drained(ctx context.Context, c *Change, start time.Time, err error) {
+	ps := c.Pause
+	ps.DrainNS = time.Since(start).Nanoseconds()
+	switch {
+	case ctx.Err() != nil:
+		ps.Drain = DrainCancelled
+	case err != nil:
+		ps.Drain = DrainFailed
+	case ps.Unacked > 0:
+		ps.Drain = DrainTimedOut
+	default:
+		ps.Drain = DrainSettled
+	}
+	x.drainTold(c, start, ps.Drain)
+}
+
+// drainTold tells Options.Drain how the wait begun at start goes.
+func (x *executor) drainTold(c *Change, start time.Time, outcome string) {
+	if x.opts.Drain != nil {
+		x.opts.Drain(Drain{Stream: c.Stream, Consumer: c.Consumer, Unacked: c.Pause.Unacked,
+			Waited: time.Since(start), Timeout: x.opts.DrainTimeout, Outcome: outcome})
+	}
 }
 
 // deliveries says "1 delivered message is" or "N delivered messages are".
@@ -254,7 +328,7 @@ func (x *executor) setPause(ctx context.Context, c *Change, until time.Time) err
 	deadline := time.Now().Add(x.opts.Settle)
 	for attempt := 0; ; attempt++ {
 		err := pauseConsumer(ctx, x.js, c.Stream, c.Consumer, until, x.opts.Timeout)
-		if err == nil || !lost(err) || time.Now().After(deadline) || !sleepCtx(ctx, backoff(attempt)) {
+		if err == nil || !lost(err) || time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
 			return err
 		}
 	}
@@ -282,8 +356,11 @@ func (x *executor) poll(ctx context.Context, d time.Duration, check func() (bool
 			}
 			return errPollTimeout
 		}
-		if !sleepCtx(ctx, min(50*time.Millisecond<<min(attempt, 2), 200*time.Millisecond)) {
-			return ctx.Err()
+		if !again(ctx, err, deadline, min(50*time.Millisecond<<min(attempt, 2), 200*time.Millisecond)) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err // the server left it unanswered for the retry budget
 		}
 	}
 }

@@ -126,6 +126,8 @@ type Change struct {
 	// MaxDeliver, which the change makes deliverable again (see
 	// noteExhausted); nil when there can be none.
 	Exhausted *Exhausted `json:"max_deliver_exhausted,omitempty"`
+	// Priority is the consumer's priority groups and pinned clients.
+	Priority *Priority `json:"priority,omitempty"`
 
 	refusal error
 	state   *consumerState
@@ -574,8 +576,10 @@ func (p *planner) checkRefusals(c *Change) {
 			c.refuse(jsutil.ErrBadInput, "--pause needs the consumer pause API, which the server (nats-server %s) lacks (nats-server %s or later): stop the consumer's clients and run it without --pause", v, jsutil.PauseAPISince)
 		} else {
 			c.Pause = p.pausePlan(c.state)
+			warnWaiting(c)
 		}
 	}
+	c.Priority = priorityOf(c.state, p.opts.Unpin)
 	if p.opts.Force {
 		return
 	}

@@ -1,0 +1,127 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/reset"
+)
+
+// What jsctl says on stderr while it waits, so that a wait is never silent:
+//
+//   - A request left unanswered (a server that died or restarts, a lost
+//     connection): the library's retry loops report it (jsutil.WithRetry)
+//     and a plain line says what jsctl does about it, "no answer from the
+//     server; asking again for up to 27s (Ctrl-C to stop)", at most every
+//     waitNoticeEvery, also with --json (stdout stays JSON).
+//   - The drain of --pause (reset.Options.Drain): on a terminal without
+//     --json a live line, redrawn in place and cleared when the wait ends,
+//     "waiting for 1 delivery of "billing" on "ORDERS" to be acknowledged,
+//     12s of 30s"; elsewhere without --json that line is printed plainly when
+//     the wait starts and then every waitNoticeEvery; with --json nothing.
+//     The wait's outcome is stated once, in the change's pause line.
+
+// waitNoticeEvery is how often a plain line repeats while a wait goes on.
+const waitNoticeEvery = 10 * time.Second
+
+// waitLines draws those lines; it is safe for concurrent use.
+type waitLines struct {
+	mu    sync.Mutex
+	w     io.Writer
+	live  bool // draw the drain in place (a terminal, without --json)
+	quiet bool // no drain lines at all (--json)
+	drawn bool // a live line is on the screen
+	// last is when each kind of plain line was last printed ("" for
+	// unanswered requests, else the consumer).
+	last map[string]time.Time
+}
+
+func (e *Env) waitLines() *waitLines {
+	if e.waits == nil {
+		e.waits = &waitLines{w: e.Stderr, live: e.StderrIsTerminal && !e.Globals.JSON, quiet: e.Globals.JSON, last: map[string]time.Time{}}
+	}
+	return e.waits
+}
+
+// unanswered is the callback of jsutil.WithRetry.
+func (l *waitLines) unanswered(u jsutil.Unanswered) {
+	left := time.Until(u.Until).Round(time.Second)
+	if left < time.Second {
+		return // it gives up now: the error says so
+	}
+	l.plain("", fmt.Sprintf("no answer from the server; asking again for up to %s (Ctrl-C to stop)", left))
+}
+
+// drain is the callback of reset.Options.Drain.
+func (l *waitLines) drain(d reset.Drain) {
+	if l.quiet {
+		return
+	}
+	key := d.Stream + "\x00" + d.Consumer
+	msg := fmt.Sprintf("waiting for %s of %q on %q to be acknowledged, %s of %s",
+		plural(d.Unacked, "delivery", "deliveries"), d.Consumer, d.Stream, d.Waited.Truncate(time.Second), d.Timeout)
+	if !l.live {
+		if d.Outcome == "" {
+			l.plain(key, msg)
+		} else {
+			l.mu.Lock()
+			delete(l.last, key)
+			l.mu.Unlock()
+		}
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d.Outcome != "" {
+		l.clear()
+		return
+	}
+	fmt.Fprintf(l.w, "\r\033[K%s", msg)
+	l.drawn = true
+}
+
+// plain prints msg on a line of its own, unless a line of the same key
+// was printed less than waitNoticeEvery ago.
+func (l *waitLines) plain(key, msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.last[key]; ok && time.Since(t) < waitNoticeEvery {
+		return
+	}
+	l.last[key] = time.Now()
+	l.clear()
+	fmt.Fprintf(l.w, "jsctl: %s\n", msg)
+}
+
+// clear removes the live line, if one is drawn.
+func (l *waitLines) clear() {
+	if l.drawn {
+		fmt.Fprint(l.w, "\r\033[K")
+		l.drawn = false
+	}
+}
+
+// waitOptions hands the library the retry budget (--retry-for) and the
+// drain callback.
+func (e *Env) waitOptions(o *reset.Options) {
+	o.Settle, o.Drain = e.Globals.RetryFor, e.waitLines().drain
+}
+
+// drainText says how the wait for a paused consumer's deliveries ended:
+// one outcome.
+func drainText(ps *reset.PauseStep) string {
+	took := time.Duration(ps.DrainNS).Round(time.Millisecond)
+	left := plural(ps.Unacked, "delivery", "deliveries")
+	switch ps.Drain {
+	case reset.DrainTimedOut:
+		return fmt.Sprintf("timed out after %s with %s unacknowledged", took, left)
+	case reset.DrainCancelled:
+		return fmt.Sprintf("cancelled after %s, waiting for %s", took, left)
+	case reset.DrainFailed:
+		return fmt.Sprintf("the wait for its deliveries failed after %s", took)
+	}
+	return fmt.Sprintf("its deliveries settled in %s", took)
+}
