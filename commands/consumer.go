@@ -277,6 +277,7 @@ func printChangeNotes(p *Printer, who string, c *reset.Change) {
 	if ps := c.Pause; ps != nil {
 		p.Printf("  %s: pause: %s\n", who, pauseText(c, ps))
 	}
+	printChangeMessages(p, who, c)
 	for _, w := range c.Warnings {
 		p.Printf("  %s: warning: %s\n", who, w)
 	}

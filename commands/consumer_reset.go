@@ -36,11 +36,13 @@ type ConsumerResetCmd struct {
 	Method  string `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
 	Force   bool   `name:"force" help:"Move busy consumers while clients read from them (prefer --pause), and accept moves that skip messages for good."`
 	pauseFlags
-	ForgetAcks bool   `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
-	AcksBucket string `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket."`
-	AcksScope  string `name:"acks-scope" placeholder:"NAME" predictor:"scope" help:"Ack-record scope (default STREAM.CONSUMER)."`
-	Export     string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE."`
-	FromFile   string `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Apply a plan saved with --export (no stream, consumers, --all or target)."`
+	ForgetAcks   bool   `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
+	AcksBucket   string `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket."`
+	AcksScope    string `name:"acks-scope" placeholder:"NAME" predictor:"scope" help:"Ack-record scope (default STREAM.CONSUMER)."`
+	Export       string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE."`
+	Interactive  bool   `short:"i" name:"interactive" help:"Choose the time on a terminal screen by looking at the messages, review the plan, and apply it with y (as jsctl pick; --to-time sets where the cursor starts)."`
+	ShowMessages int    `name:"show-messages" placeholder:"N" help:"List per change up to N of the messages it redelivers (or, moving forward, skips) within the consumer's filters: the first and the last, with their count."`
+	FromFile     string `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Apply a plan saved with --export (no stream, consumers, --all or target)."`
 }
 
 // Help is the long help of consumer reset.
@@ -100,7 +102,9 @@ Examples:
   jsctl consumer reset ORDERS billing --to-previous --execute
   jsctl consumer reset ORDERS billing-v2 --to-consumer billing --execute
   jsctl consumer reset ORDERS billing --to-time -1h --pause --execute
-  jsctl consumer reset --streams 'ORD*' --all --to-latest --pause --keep-paused`
+  jsctl consumer reset --streams 'ORD*' --all --to-latest --pause --keep-paused
+  jsctl consumer reset ORDERS billing --to-time -1h --show-messages 10
+  jsctl consumer reset ORDERS billing -i`
 }
 
 // Validate checks the flag combinations.
@@ -112,6 +116,9 @@ func (c *ConsumerResetCmd) Validate() error {
 		}
 	}
 	if err := c.pauseFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.validateShow(n); err != nil || c.Interactive {
 		return err
 	}
 	if c.FromFile != "" {
@@ -187,7 +194,7 @@ func (c *ConsumerResetCmd) options(env *Env) reset.Options {
 		Timeout: env.Globals.Timeout,
 		Method:  reset.Method(c.Method), Force: c.Force,
 		ForgetAcks: c.ForgetAcks, AcksBucket: c.AcksBucket, AcksScope: c.AcksScope,
-		Now: env.Now,
+		Now: env.Now, ShowMessages: c.ShowMessages,
 	}
 	c.pauseFlags.apply(&o)
 	return o
@@ -195,6 +202,9 @@ func (c *ConsumerResetCmd) options(env *Env) reset.Options {
 
 // Run plans, prints, and (with --execute or a confirmation) applies.
 func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
+	if c.Interactive {
+		return c.runInteractive(ctx, env)
+	}
 	p, err := env.Printer()
 	if err != nil {
 		return err
