@@ -421,7 +421,7 @@ func TestPickLeaveAndManners(t *testing.T) {
 	p.vt.Resize(60, 20)
 	p.mu.Unlock()
 	p.send(keyRight) // a redraw after the resize
-	p.waitScreen("the key line within 60 columns", func(s string) bool { return strings.Contains(s, "←/→ 1s  [/] 1min") })
+	p.waitScreen("the key line within 60 columns", func(s string) bool { return strings.Contains(s, "←/→ 1s [/] 1min") })
 	p.settled()
 	p.send("q")
 	if code := p.wait(30 * time.Second); code != commands.ExitCancelled {

@@ -14,7 +14,7 @@ import (
 )
 
 // HelpPick is the pick screen's key line.
-const HelpPick = "←/→ 1s  [/] 1min  PgUp/PgDn 1h  ↑/↓ message  t time  m mode  f filter  Enter %s  q quit"
+const HelpPick = "←/→ 1s [/] 1min PgUp/PgDn 1h ↑/↓ msg t time m mode f filter Enter %s q quit"
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
