@@ -13,11 +13,7 @@ import (
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/jsctl/jsctl/jsutil/seek"
-	"github.com/nats-io/nats.go/jetstream"
 )
-
-// pickAround is how many neighbours the picker shows on each side.
-const pickAround = 2
 
 // pickRequest is a picker run for a reset (pick, consumer reset -i).
 type pickRequest struct {
@@ -36,63 +32,6 @@ func needTerminal(env *Env, what string) error {
 	}
 	return jsutil.Errorf(jsutil.ErrBadInput, "%s needs a terminal; use --to-time", what)
 }
-
-// pickSource answers the picker from jsutil/seek and jsutil/reset, the
-// packages seek, stream timeline and consumer reset use.
-type pickSource struct {
-	env          *Env
-	js           jetstream.JetStream
-	opts         reset.Options
-	since, until time.Time
-}
-
-func (s *pickSource) Streams(ctx context.Context) ([]picker.StreamRow, error) {
-	names, err := jsutil.ListStreamNames(ctx, s.js)
-	if err != nil {
-		return nil, jsutil.Wrap(err, "list streams")
-	}
-	rows := make([]picker.StreamRow, 0, len(names))
-	for _, n := range names {
-		sum, err := seek.Summarize(ctx, s.js, n)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, picker.StreamRow{Name: n, Messages: sum.Messages, First: sum.FirstTime, Last: sum.LastTime})
-	}
-	return rows, nil
-}
-
-func (s *pickSource) Consumers(ctx context.Context, stream string) ([]picker.ConsumerRow, error) {
-	list, err := reset.List(ctx, s.js, stream, s.env.Now())
-	if err != nil {
-		return nil, err
-	}
-	var rows []picker.ConsumerRow
-	for _, c := range list {
-		if !c.Durable || c.Missing {
-			continue
-		}
-		rows = append(rows, picker.ConsumerRow{Name: c.Consumer, Delivered: c.Delivered, AckFloor: c.AckFloor,
-			AckFloorTime: c.AckFloorTime, Pending: c.Pending, Paused: c.Paused, Filters: c.Filters})
-	}
-	return rows, nil
-}
-
-func (s *pickSource) Seek(ctx context.Context, stream string, t time.Time, mode seek.Mode, subject string) (*seek.Result, error) {
-	return seek.Seek(ctx, s.js, stream, t, seek.Options{Mode: mode, Subject: subject, Around: pickAround})
-}
-
-func (s *pickSource) Timeline(ctx context.Context, stream, subject string, buckets int) (*seek.TimelineResult, error) {
-	return seek.Timeline(ctx, s.js, stream, seek.TimelineOptions{Since: s.since, Until: s.until, Buckets: buckets, Subject: subject})
-}
-
-func (s *pickSource) Plan(ctx context.Context, stream, consumer string, t time.Time, mode seek.Mode, show int) (*reset.Plan, error) {
-	opts := s.opts
-	opts.ShowMessages = show
-	return reset.NewPlan(ctx, s.js, stream, []string{consumer}, false, reset.Target{Kind: reset.ToTime, Time: t, Mode: string(mode)}, opts)
-}
-
-func (s *pickSource) ParseTime(text string) (time.Time, error) { return s.env.ParseTime(text) }
 
 // colorAllowed follows https://no-color.org: NO_COLOR set to anything but
 // "" turns colours off.
@@ -133,7 +72,7 @@ func runPickReset(ctx context.Context, env *Env, req pickRequest) error {
 	if err != nil {
 		return err
 	}
-	src := &pickSource{env: env, js: cl.JS, opts: req.opts, since: since, until: until}
+	src := &picker.JetStreamSource{JS: cl.JS, Opts: req.opts, Since: since, Until: until, Now: env.Now, Parse: env.ParseTime}
 	m := picker.New(ctx, src, picker.Config{
 		Kind: picker.ForReset, Stream: req.stream, Consumer: req.consumer, Subject: req.flags.Subject,
 		Mode: seek.Mode(req.flags.Mode), Start: at, Loc: p.Loc, Color: colorAllowed(), ShowMessages: req.flags.ShowMessages,
@@ -178,7 +117,7 @@ func runPickSeek(ctx context.Context, env *Env, c *SeekCmd) error {
 	if err != nil {
 		return err
 	}
-	src := &pickSource{env: env, js: cl.JS}
+	src := &picker.JetStreamSource{JS: cl.JS, Now: env.Now, Parse: env.ParseTime}
 	m := picker.New(ctx, src, picker.Config{
 		Kind: picker.ForSeek, Stream: c.Stream, Subject: c.Subject, Mode: seek.Mode(c.Mode), Start: at, Loc: p.Loc, Color: colorAllowed(),
 	})

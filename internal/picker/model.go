@@ -132,7 +132,7 @@ func New(ctx context.Context, src Source, cfg Config) *Model {
 		cfg.Loc = time.UTC
 	}
 	if cfg.Debounce <= 0 {
-		cfg.Debounce = 60 * time.Millisecond
+		cfg.Debounce = 25 * time.Millisecond
 	}
 	if cfg.ShowMessages <= 0 {
 		cfg.ShowMessages = 10

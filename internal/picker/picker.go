@@ -77,7 +77,7 @@ type Config struct {
 	// Color allows colours (off under NO_COLOR).
 	Color bool
 	// Debounce is how long the cursor rests before it is looked up
-	// (default 60ms); answers already cached show at once.
+	// (default 25ms); answers already cached show at once.
 	Debounce time.Duration
 	// ShowMessages is how many redelivered or skipped messages the review
 	// lists (default 10).
