@@ -74,6 +74,6 @@ func printChangeMessages(p *Printer, who string, c *reset.Change) {
 		if i == half && uint64(len(c.Messages)) < total {
 			p.Printf("      …\n")
 		}
-		p.Printf("    %d  %s  %s  %d bytes\n", m.Seq, p.Time(m.Time), Escape(m.Subject), m.Size)
+		p.Printf("    %8d  %s  %s  %d bytes\n", m.Seq, p.Time(m.Time), Escape(m.Subject), m.Size)
 	}
 }

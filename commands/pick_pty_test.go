@@ -320,14 +320,14 @@ func TestPickPTY(t *testing.T) {
 	p.waitFor("ORDERS")
 	p.send("ord")
 	s := p.waitScreen("the list filtered to ORDERS", func(s string) bool { return strings.Contains(s, "ORDERS") && !strings.Contains(s, "OTHER") })
-	if !strings.Contains(s, "Filter: ord") {
+	if !strings.Contains(s, "Type to filter: ord") {
 		t.Fatalf("the filter is not shown:\n%s", s)
 	}
 	p.send(keyEnter)
 	p.waitFor("audit")
 	p.send("bil" + keyEnter)
-	p.waitFor("consumer billing")
-	p.waitFor("Consumer: delivered 12, ack floor 12")
+	p.waitFor("Consumer: billing")
+	p.waitFor("Position: delivered 12, ack floor 12")
 	f.checkAgainstSeek(p, "the first cursor")
 
 	// Type the second of group 1: its first message.

@@ -194,7 +194,7 @@ func TestKeysMoveTheCursor(t *testing.T) {
 	f := newFake()
 	m := newModel(t, f, Config{Kind: ForReset, Stream: "ORDERS", Consumer: "billing"})
 	// The cursor starts at the ack floor's second.
-	checkScreen(t, m, "Time: 2026-12-01 14:31:39 UTC  (after)", "Sequence: 2", "Consumer: delivered 2, ack floor 2", "Plan: redeliver 3, skip 0", "Enter review q quit")
+	checkScreen(t, m, "Time: 2026-12-01 14:31:39 UTC  (after)", "Sequence: 2", "Position: delivered 2, ack floor 2", "Plan: redeliver 3, skip 0", "Enter review q quit")
 	for _, step := range []struct {
 		key, time, seq string
 	}{
@@ -286,7 +286,7 @@ func TestChooseAndLeave(t *testing.T) {
 	checkScreen(t, m, "audit", "billing")
 	key(m, "down")
 	key(m, "enter")
-	checkScreen(t, m, "consumer billing", "Sequence: 2")
+	checkScreen(t, m, "Consumer: billing", "Sequence: 2")
 	if !strings.Contains(m.Render(), "\x1b[") {
 		t.Fatal("no colour with Color set")
 	}

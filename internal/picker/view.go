@@ -99,8 +99,8 @@ func (m *Model) listView() []string {
 	if m.screen == screenConsumers {
 		what = "consumer of " + m.stream
 	}
-	lines = append(lines, m.style("1;36", "jsctl pick")+" · choose a "+what+m.spinText())
-	lines = append(lines, "Filter: "+m.filter+"▏")
+	lines = append(lines, m.style("1;36", "Choose a "+what)+m.spinText())
+	lines = append(lines, "Type to filter: "+m.filter+"▏")
 	lines = append(lines, "")
 	names := m.visible()
 	var header string
@@ -149,22 +149,22 @@ func (m *Model) listView() []string {
 }
 
 func (m *Model) header() []string {
-	h := m.style("1;36", "jsctl pick") + " · stream " + clean(m.stream)
+	h := m.style("1;36", "Stream: "+clean(m.stream))
 	if m.consumer != "" {
-		h += " · consumer " + clean(m.consumer)
+		h += "  Consumer: " + clean(m.consumer)
 	}
 	f := m.subject
 	if f == "" {
 		f = "all subjects"
 	}
-	h += " · filter " + clean(f)
+	h += "  Filter: " + clean(f)
 	lines := []string{h}
 	if c := m.cons; c != nil {
 		at := ""
 		if c.AckFloorTime != nil {
 			at = " (" + m.timeText(*c.AckFloorTime) + ")"
 		}
-		lines = append(lines, fmt.Sprintf("Consumer: delivered %d, ack floor %d%s", c.Delivered, c.AckFloor, at))
+		lines = append(lines, fmt.Sprintf("Position: delivered %d, ack floor %d%s", c.Delivered, c.AckFloor, at))
 	}
 	return lines
 }
@@ -394,6 +394,9 @@ func (m *Model) reviewView() []string {
 		return lines
 	case m.review == nil:
 		return append(lines, "planning…")
+	}
+	for _, c := range m.review.Changes {
+		lines = append(lines, fmt.Sprintf("%s: %s to %d: redeliver %d, skip %d, ack records in range %d", clean(c.Consumer), c.Method, c.To.Sequence, c.Redeliver, c.Skip, c.AckRecordsInRange))
 	}
 	if m.cfg.RenderPlan != nil {
 		lines = append(lines, strings.Split(strings.TrimRight(m.cfg.RenderPlan(m.review), "\n"), "\n")...)
