@@ -1,3 +1,5 @@
+//go:build linux
+
 package commands_test
 
 import (
@@ -12,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/jsctl/jsctl/commands"
 	"github.com/jsctl/jsctl/internal/testserver"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sys/unix"
 )
 
 // pickFixture is a server with stream ORDERS holding messages in four
@@ -292,6 +296,17 @@ func (f *pickFixture) checkAgainstSeek(p *vtProc, step string) (string, uint64) 
 	return at, seq
 }
 
+// cooked says whether the terminal is in line mode with echo, as a shell
+// leaves it (a running picker puts it in raw mode).
+func cooked(t *testing.T, tty *os.File) bool {
+	t.Helper()
+	tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tio.Lflag&unix.ICANON != 0 && tio.Lflag&unix.ECHO != 0
+}
+
 // flat is the screen's text with its rows joined, for messages that wrap.
 func flat(s string) string {
 	var b strings.Builder
@@ -440,9 +455,32 @@ func TestPickLeaveAndManners(t *testing.T) {
 	if raw := p.rawOutput(); colorSGR.MatchString(raw) {
 		t.Fatalf("NO_COLOR set, but colours were drawn:\n%q", raw)
 	}
+	if cooked(t, p.tty) {
+		t.Fatal("the picker runs with the terminal in cooked mode")
+	}
 	p.send("\x03") // Ctrl-C
 	if code := p.wait(30 * time.Second); code != commands.ExitCancelled {
 		t.Fatalf("Ctrl-C: exit %d", code)
+	}
+	if !cooked(t, p.tty) || !strings.Contains(p.rawOutput(), "\x1b[?1049l") {
+		t.Fatalf("the terminal is not restored after Ctrl-C (cooked %v); raw:\n%q", cooked(t, p.tty), p.rawOutput())
+	}
+
+	// A lost terminal (SIGHUP) or a signal: restored too, nothing changed.
+	cmd = f.cmd("pick", "ORDERS", "audit")
+	p = startVT(t, cmd, 80, 24)
+	p.settled()
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(30 * time.Second); code != commands.ExitCancelled {
+		t.Fatalf("SIGHUP: exit %d, want %d", code, commands.ExitCancelled)
+	}
+	if !cooked(t, p.tty) || !strings.Contains(p.rawOutput(), "\x1b[?1049l") {
+		t.Fatalf("the terminal is not restored after SIGHUP; raw:\n%q", p.rawOutput())
+	}
+	if after := f.consumerInfo("audit"); after.Delivered != before.Delivered {
+		t.Fatalf("SIGHUP changed audit")
 	}
 
 	// seek -i: Enter prints what seek prints for the chosen time.

@@ -307,3 +307,18 @@ func TestNoColorAndResize(t *testing.T) {
 		t.Fatalf("the key line is cut off at 50×14:\n%s", s)
 	}
 }
+
+func TestFilterKey(t *testing.T) {
+	f := newFake()
+	m := newModel(t, f, Config{Kind: ForSeek, Stream: "ORDERS", Start: base})
+	key(m, "f")
+	checkScreen(t, m, "Subject filter:")
+	for _, r := range "orders.eu" {
+		key(m, string(r))
+	}
+	key(m, "enter")
+	checkScreen(t, m, "Filter: orders.eu", "Sequence: 1")
+	if m.shownAt.subject != "orders.eu" {
+		t.Fatalf("the answer shown is for subject %q", m.shownAt.subject)
+	}
+}
