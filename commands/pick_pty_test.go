@@ -5,6 +5,7 @@ package commands_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -521,5 +522,35 @@ func TestPickLeaveAndManners(t *testing.T) {
 			t.Fatalf("%v without a terminal: %v, stderr %q; want exit %d and the refusal", args, err, stderr.String(), commands.ExitUsage)
 		}
 		_ = ctx
+	}
+
+	// --show-messages: the first and last messages billing would get again,
+	// with their count, in text and in JSON.
+	out, err := f.cmd("consumer", "reset", "ORDERS", "billing", "--to-seq", "2", "--show-messages", "3").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx := regexp.MustCompile(`(?s)billing: redelivers 11 messages within its filters; the first and the last:\n +2  [^\n]+ orders\.us  \d+ bytes\n +3  [^\n]+\n +…\n +12  [^\n]+ orders\.eu  \d+ bytes\n`)
+	if !rx.Match(out) {
+		t.Fatalf("--show-messages 3:\n%s", out)
+	}
+	out, err = f.cmd("consumer", "reset", "ORDERS", "billing", "--to-seq", "2", "--show-messages", "3", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Changes []struct {
+			Messages []struct {
+				Seq     uint64 `json:"seq"`
+				Subject string `json:"subject"`
+				Size    int    `json:"size"`
+				Time    string `json:"time"`
+			} `json:"messages"`
+			Total uint64 `json:"messages_total"`
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil || len(doc.Changes) != 1 || doc.Changes[0].Total != 11 || len(doc.Changes[0].Messages) != 3 ||
+		doc.Changes[0].Messages[2].Seq != 12 || doc.Changes[0].Messages[0].Time == "" {
+		t.Fatalf("--show-messages 3 --json (%v):\n%s", err, out)
 	}
 }
