@@ -36,13 +36,14 @@ type ConsumerResetCmd struct {
 	Method  string `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto per consumer (${enum})."`
 	Force   bool   `name:"force" help:"Move busy consumers while clients read from them (prefer --pause), and accept moves that skip messages for good."`
 	pauseFlags
-	ForgetAcks   bool   `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
-	AcksBucket   string `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket."`
-	AcksScope    string `name:"acks-scope" placeholder:"NAME" predictor:"scope" help:"Ack-record scope (default STREAM.CONSUMER)."`
-	Export       string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE."`
-	Interactive  bool   `short:"i" name:"interactive" help:"Choose the time on a terminal screen by looking at the messages, review the plan, and apply it with y (as jsctl pick; --to-time sets where the cursor starts)."`
-	ShowMessages int    `name:"show-messages" placeholder:"N" help:"List per change up to N of the messages it redelivers (or, moving forward, skips) within the consumer's filters: the first and the last, with their count."`
-	FromFile     string `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Apply a plan saved with --export (no stream, consumers, --all or target)."`
+	ForgetAcks bool   `name:"forget-acks" help:"Forget the ack records (jsctl consume) of the replayed range so the handler runs again."`
+	AcksBucket string `name:"acks-bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket."`
+	AcksScope  string `name:"acks-scope" placeholder:"NAME" predictor:"scope" help:"Ack-record scope (default STREAM.CONSUMER)."`
+	Export     string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE."`
+	FromFile   string `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Apply a plan saved with --export (no stream, consumers, --all or target)."`
+
+	Interactive  bool `short:"i" name:"interactive" help:"Choose the time on a terminal screen by looking at the messages, review the plan, and apply it with y (as jsctl pick; --to-time sets where the cursor starts)."`
+	ShowMessages int  `name:"show-messages" placeholder:"N" help:"List per change up to N of the messages it redelivers (or, moving forward, skips) within the consumer's filters: the first and the last, with their count."`
 }
 
 // Help is the long help of consumer reset.

@@ -15,13 +15,14 @@ const seekPreviewBytes = 48
 
 // SeekCmd finds the stream sequence for a time.
 type SeekCmd struct {
-	Stream      string `arg:"" predictor:"stream" help:"Stream to search."`
-	Time        string `arg:"" optional:"" predictor:"time" help:"Time to look for (any form listed under Times in jsctl --help); with --interactive, where the cursor starts."`
-	Mode        string `name:"mode" enum:"after,before,nearest" default:"after" predictor:"enum" help:"Which message the time selects: after (the first at or after it), before (the last at or before it) or nearest (the closest)."`
-	Subject     string `name:"subject" placeholder:"FILTER" help:"Only count messages on subjects matching FILTER (wildcards allowed)."`
-	Around      int    `name:"around" placeholder:"N" default:"0" help:"Also show N matching messages on each side (at most 1000)."`
-	Interactive bool   `short:"i" name:"interactive" help:"Choose the time on a terminal screen by looking at the messages (Enter prints what seek prints for it)."`
-	Strategy    string `name:"strategy" enum:"auto,server,bisect" default:"auto" predictor:"enum" help:"Lookup: the server's time index, a client-side binary search, or auto (server, falling back to bisect) (${enum})."`
+	Stream   string `arg:"" predictor:"stream" help:"Stream to search."`
+	Time     string `arg:"" optional:"" predictor:"time" help:"Time to look for (any form listed under Times in jsctl --help); with --interactive, where the cursor starts."`
+	Mode     string `name:"mode" enum:"after,before,nearest" default:"after" predictor:"enum" help:"Which message the time selects: after (the first at or after it), before (the last at or before it) or nearest (the closest)."`
+	Subject  string `name:"subject" placeholder:"FILTER" help:"Only count messages on subjects matching FILTER (wildcards allowed)."`
+	Around   int    `name:"around" placeholder:"N" default:"0" help:"Also show N matching messages on each side (at most 1000)."`
+	Strategy string `name:"strategy" enum:"auto,server,bisect" default:"auto" predictor:"enum" help:"Lookup: the server's time index, a client-side binary search, or auto (server, falling back to bisect) (${enum})."`
+
+	Interactive bool `short:"i" name:"interactive" help:"Choose the time on a terminal screen by looking at the messages (Enter prints what seek prints for it)."`
 }
 
 // Help is the long help of seek.
