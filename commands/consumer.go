@@ -298,6 +298,7 @@ func printChangeNotes(p *Printer, who string, c *reset.Change) {
 		what = "saved configuration against the server's defaults"
 	}
 	printConfigDiff(p, who, what, c.ConfigDiff)
+	printChangeMessages(p, who, c)
 	for _, w := range c.Warnings {
 		p.Printf("  %s: warning: %s\n", who, w)
 	}

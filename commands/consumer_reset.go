@@ -43,6 +43,9 @@ type ConsumerResetCmd struct {
 	oldAcksScopeFlag
 	Export   string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE."`
 	FromFile string `name:"from-file" type:"path" placeholder:"FILE" predictor:"file" help:"Apply a plan saved with --export (no stream, consumers, --all or target)."`
+
+	Interactive  bool `short:"i" name:"interactive" help:"Choose the time on a terminal screen by looking at the messages, review the plan, and apply it with y (as jsctl pick; --to-time sets where the cursor starts)."`
+	ShowMessages int  `name:"show-messages" placeholder:"N" help:"List per change up to N of the messages it redelivers (or, moving forward, skips) within the consumer's filters: the first and the last, with their count."`
 }
 
 // Help is the long help of consumer reset.
@@ -115,7 +118,9 @@ Examples:
   jsctl consumer reset ORDERS billing-v2 --to-consumer billing --execute
   jsctl consumer reset ORDERS billing --to-time -1h --pause --execute
   jsctl consumer reset ORDERS workers --to-ack-floor --unpin --execute
-  jsctl consumer reset --streams 'ORD*' --all --to-latest --pause --keep-paused`
+  jsctl consumer reset --streams 'ORD*' --all --to-latest --pause --keep-paused
+  jsctl consumer reset ORDERS billing --to-time -1h --show-messages 10
+  jsctl consumer reset ORDERS billing -i`
 }
 
 // Validate checks the flag combinations.
@@ -127,6 +132,9 @@ func (c *ConsumerResetCmd) Validate() error {
 		}
 	}
 	if err := c.pauseFlags.validate(); err != nil {
+		return err
+	}
+	if err := c.validateShow(n); err != nil || c.Interactive {
 		return err
 	}
 	if c.FromFile != "" {
@@ -204,7 +212,7 @@ func (c *ConsumerResetCmd) options(env *Env) reset.Options {
 		ForgetAcks: c.ForgetAcks,
 		AcksBucket: deprecatedFlag(env, "--acks-bucket", "--bucket", c.OldAcksBucket, c.AcksBucket),
 		AcksScope:  deprecatedFlag(env, "--acks-scope", "--scope", c.OldAcksScope, c.AcksScope),
-		Now:        env.Now,
+		Now:        env.Now, ShowMessages: c.ShowMessages,
 	}
 	c.pauseFlags.apply(&o)
 	env.waitOptions(&o)
@@ -214,6 +222,9 @@ func (c *ConsumerResetCmd) options(env *Env) reset.Options {
 
 // Run plans, prints, and (with --execute or a confirmation) applies.
 func (c *ConsumerResetCmd) Run(ctx context.Context, env *Env) error {
+	if c.Interactive {
+		return c.runInteractive(ctx, env)
+	}
 	p, err := env.Printer()
 	if err != nil {
 		return err

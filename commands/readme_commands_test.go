@@ -84,10 +84,17 @@ var readmeCases = map[string]readmeCase{
 	"jsctl consumer history ORDERS billing":                                      {},
 	"jsctl consumer reset ORDERS billing --to-previous --execute":                {},
 	"jsctl consumer recover ORDERS billing --execute":                            {},
-	"jsctl consumer reset ORDERS loader --to-consumer billing --execute":         {},
-	"jsctl consumer reset ORDERS billing --to-seq 20 --pause --execute":          {},
-	"jsctl consumer reset ORDERS billing --to-seq 20 --pause":                    {},
-	"jsctl consumer reset --streams 'ORD*' --all --to-latest --pause":            {},
+	// Interactive: without a terminal (as here) they refuse at once, exit 2;
+	// TestPickPTY and TestPickLeaveAndManners drive them on a terminal.
+	"jsctl pick":                             {exit: 2, why: "interactive: needs a terminal (TestPickPTY)"},
+	"jsctl consumer reset ORDERS billing -i": {exit: 2, why: "interactive: needs a terminal (TestPickLeaveAndManners)"},
+	"jsctl seek ORDERS --interactive":        {exit: 2, why: "interactive: needs a terminal (TestPickLeaveAndManners)"},
+	"jsctl consumer reset ORDERS billing --to-time -1h --show-messages 4": {},
+
+	"jsctl consumer reset ORDERS loader --to-consumer billing --execute": {},
+	"jsctl consumer reset ORDERS billing --to-seq 20 --pause --execute":  {},
+	"jsctl consumer reset ORDERS billing --to-seq 20 --pause":            {},
+	"jsctl consumer reset --streams 'ORD*' --all --to-latest --pause":    {},
 	"jsctl consumer reset ORDERS workers --to-ack-floor --unpin --execute": {
 		run: "jsctl consumer reset ORDERS billing --to-ack-floor --unpin --execute", why: "the fixture has no consumer with priority groups (TestResetPriorityPinned has one)"},
 	"jsctl consumer reset ORDERS eu --to-consumer us --execute": {exit: 5,

@@ -6,6 +6,7 @@ type CLI struct {
 
 	Seek       SeekCmd       `cmd:"" help:"Find the stream sequence for a time."`
 	Stream     StreamCmd     `cmd:"" help:"Look at streams."`
+	Pick       PickCmd       `cmd:"" help:"Choose a moment on screen and move a consumer there (interactive reset)."`
 	Consumer   ConsumerCmd   `cmd:"" help:"List, inspect, reset, pause, check and snapshot durable consumers."`
 	Consume    ConsumeCmd    `cmd:"" help:"Run a command once per message, idempotently (ack records in KV)."`
 	Acks       AcksCmd       `cmd:"" help:"Inspect and manage ack records (ls, get, forget, stats, compact, retry)."`

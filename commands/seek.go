@@ -16,11 +16,13 @@ const seekPreviewBytes = 48
 // SeekCmd finds the stream sequence for a time.
 type SeekCmd struct {
 	Stream   string `arg:"" predictor:"stream" help:"Stream to search."`
-	Time     string `arg:"" predictor:"time" help:"Time to look for (any form listed under Times in jsctl --help)."`
+	Time     string `arg:"" optional:"" predictor:"time" help:"Time to look for (any form listed under Times in jsctl --help); with --interactive, where the cursor starts."`
 	Mode     string `name:"mode" enum:"after,before,nearest" default:"after" predictor:"enum" help:"Which message the time selects: after (the first at or after it), before (the last at or before it) or nearest (the closest)."`
 	Subject  string `name:"subject" placeholder:"FILTER" help:"Only count messages on subjects matching FILTER (wildcards allowed)."`
 	Around   int    `name:"around" placeholder:"N" default:"0" help:"Also show N matching messages on each side (at most 1000)."`
 	Strategy string `name:"strategy" enum:"auto,server,bisect" default:"auto" predictor:"enum" help:"Lookup: the server's time index, a client-side binary search, or auto (server, falling back to bisect) (${enum})."`
+
+	Interactive bool `short:"i" name:"interactive" help:"Choose the time on a terminal screen by looking at the messages (Enter prints what seek prints for it)."`
 }
 
 // Help is the long help of seek.
@@ -37,11 +39,15 @@ Examples:
   jsctl seek ORDERS "2026-11-29 10:00"
   jsctl seek ORDERS -90m --mode before --around 3
   jsctl seek ORDERS 2026-11-29T10:00:00Z --subject 'orders.eu.>' --json
-  jsctl seek ORDERS "2h ago" --mode nearest --strategy bisect`
+  jsctl seek ORDERS "2h ago" --mode nearest --strategy bisect
+  jsctl seek ORDERS --interactive`
 }
 
 // Validate checks the flags.
 func (c *SeekCmd) Validate() error {
+	if c.Time == "" && !c.Interactive {
+		return jsutil.Errorf(jsutil.ErrBadInput, "name the time to look for (or pass --interactive to choose it on screen)")
+	}
 	if c.Around < 0 || c.Around > seek.MaxAround {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--around must be from 0 to %d (messages on each side), got %d", seek.MaxAround, c.Around)
 	}
@@ -53,6 +59,9 @@ func (c *SeekCmd) Validate() error {
 
 // Run seeks and prints the result.
 func (c *SeekCmd) Run(ctx context.Context, env *Env) error {
+	if c.Interactive {
+		return runPickSeek(ctx, env, c)
+	}
 	target, err := env.ParseTime(c.Time)
 	if err != nil {
 		return err

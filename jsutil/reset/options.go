@@ -60,6 +60,9 @@ type Options struct {
 	// (default 8). Execution runs the first change alone, so a refusal or a
 	// server without the reset API shows before the others start.
 	Concurrency int
+	// ShowMessages, when above zero, lists in each change up to this many
+	// of the messages it redelivers or skips (Change.Messages).
+	ShowMessages int
 	// Progress, when set, is called as consumers are planned and as
 	// changes are executed, with how many are done of how many in all
 	// (calls never overlap).

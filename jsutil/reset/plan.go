@@ -128,6 +128,12 @@ type Change struct {
 	Exhausted *Exhausted `json:"max_deliver_exhausted,omitempty"`
 	// Priority is the consumer's priority groups and pinned clients.
 	Priority *Priority `json:"priority,omitempty"`
+	// Messages lists, with Options.ShowMessages, the first and last of the
+	// messages the change redelivers (or, moving forward, skips) within
+	// the consumer's filters (see listMessages); MessagesTotal counts them.
+	Messages      []Message `json:"messages,omitzero"`
+	MessagesTotal *uint64   `json:"messages_total,omitempty"`
+	MessagesKind  string    `json:"messages_kind,omitempty"`
 
 	refusal error
 	state   *consumerState
@@ -457,6 +463,9 @@ func (p *planner) complete(ctx context.Context, c *Change, target Target, seq ui
 		return err
 	}
 	if err := p.countAcks(ctx, c); err != nil {
+		return err
+	}
+	if err := p.listMessages(ctx, c); err != nil {
 		return err
 	}
 	if c.Source != nil {

@@ -36,6 +36,7 @@ type streamState struct {
 	Msgs        uint64    `json:"messages"`
 	FirstSeq    uint64    `json:"first_seq"`
 	LastSeq     uint64    `json:"last_seq"`
+	FirstTime   time.Time `json:"first_ts"`
 	LastTime    time.Time `json:"last_ts"`
 	NumDeleted  int       `json:"num_deleted"`
 	AllowDirect bool      `json:"-"`
@@ -160,6 +161,7 @@ func (g *apiGetter) get(ctx context.Context, req getRequest) (*Message, error) {
 			Subject  string    `json:"subject"`
 			Sequence uint64    `json:"seq"`
 			Data     []byte    `json:"data"`
+			Header   []byte    `json:"hdrs"`
 			Time     time.Time `json:"time"`
 		} `json:"message"`
 	}
@@ -182,7 +184,7 @@ func (g *apiGetter) get(ctx context.Context, req getRequest) (*Message, error) {
 		return nil, g.wrap(jetstream.ErrInvalidJetStreamResponse)
 	}
 	m := reply.Message
-	return &Message{Sequence: m.Sequence, Time: m.Time, Subject: m.Subject, Size: len(m.Data), Data: m.Data}, nil
+	return &Message{Sequence: m.Sequence, Time: m.Time, Subject: m.Subject, Size: len(m.Data), Data: m.Data, Header: parseHeader(m.Header)}, nil
 }
 
 func (g *apiGetter) info(ctx context.Context) (streamState, error) {

@@ -80,6 +80,8 @@ type Message struct {
 	Subject  string    `json:"subject"`
 	Size     int       `json:"size"` // payload bytes
 	Data     []byte    `json:"-"`    // payload (for previews)
+	// Header holds the message's headers (for previews), nil when none.
+	Header map[string][]string `json:"-"`
 }
 
 // Result is the outcome of Seek.
