@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -19,7 +20,8 @@ type ConsumerCheckCmd struct {
 	Consumers []string `arg:"" optional:"" predictor:"consumer" help:"Consumers to check (or --all)."`
 	All       bool     `name:"all" help:"Check every durable consumer of each selected stream."`
 	streamsFlag
-	Format string `name:"format" enum:"nagios,prometheus,json" default:"nagios" predictor:"enum" help:"Output: Nagios plugin lines, Prometheus text exposition, or JSON (same as --json) (${enum})."`
+	Format   string `name:"format" enum:"nagios,prometheus,json" default:"nagios" predictor:"enum" help:"Output: Nagios plugin lines, Prometheus text exposition, or JSON (same as --json) (${enum})."`
+	Perfdata string `name:"perfdata" enum:"auto,all,summary,none" default:"auto" predictor:"enum" help:"Nagios performance data on the first line: every consumer's values, a summary (counts and the worst value of each metric), none, or auto: all while the line stays under 4 KB, else the summary (${enum})."`
 
 	LagWarn           *uint64 `name:"lag-warn" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Warn above N messages of lag (pending + ack pending)."`
 	LagCrit           *uint64 `name:"lag-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N messages of lag."`
@@ -52,10 +54,10 @@ threshold has a warning and a critical form; a value above it raises the status.
 Only the thresholds given are applied; every measured value is reported.
 
 Output (--format nagios, the default) follows the Nagios plugin format: a first
-line with the worst status, a summary and the performance data of every consumer
-(STREAM.CONSUMER.metric=value[s];warn;crit;min;max, the label quoted when it must
-be), then one line per consumer:
-  WARNING: 2 consumers on ORDERS: 1 warning, 1 ok | ORDERS.billing.lag=1500;1000;5000;0 ...
+line with the worst status, a summary naming the worst consumers and the
+performance data of every consumer (STREAM.CONSUMER.metric=value[s];warn;crit;min;max,
+the label quoted when it must be), then one line per consumer:
+  WARNING: 2 consumers on ORDERS: 1 warning (billing), 1 ok | ORDERS.billing.lag=1500;1000;5000;0 ...
   WARNING: ORDERS/billing: lag 1500 > 1000 (warning)
   OK: ORDERS/audit: lag 0 messages (0s)
 --format prometheus prints the same values in the Prometheus text format (gauges
@@ -64,7 +66,13 @@ named jsctl_consumer_*, labels stream and consumer); --json the full report.
 Exit codes follow the monitoring convention, for this command only: 0 OK,
 1 WARNING, 2 CRITICAL, 3 UNKNOWN. A named stream or consumer that does not exist
 is CRITICAL; a server that cannot be reached, a permission error or a bad command
-line is UNKNOWN (3), never 2.
+line is UNKNOWN (3), never 2, and prints an UNKNOWN status line on stdout too.
+
+The first line stays under 4 KB (Nagios keeps about 8 KB of output): past a few
+names the consumers are counted, and --perfdata auto (the default) replaces the
+per-consumer values with a summary (consumers=N critical=N warning=N unknown=N
+and max_METRIC, the worst value of each metric) when all of them would not fit;
+--perfdata all, summary or none choose.
 
 Failed ack records and claims whose lease ran out are read from the consumer's
 scope (STREAM.CONSUMER) in --bucket only when one of their thresholds is
@@ -80,6 +88,12 @@ Examples:
 // usageExitCode makes a bad command line UNKNOWN (3), as monitoring
 // plugins do, rather than the usual 2 (which would read as CRITICAL).
 func (*ConsumerCheckCmd) usageExitCode() int { return int(positions.Unknown) }
+
+// usageStatus prints the status line a monitoring system reads for a bad
+// command line: it shows the reason instead of an empty status.
+func (*ConsumerCheckCmd) usageStatus(stdout io.Writer, err error) {
+	fmt.Fprintf(stdout, "UNKNOWN: %s\n", nagiosText(err.Error()))
+}
 
 // Validate checks the selection and the thresholds.
 func (c *ConsumerCheckCmd) Validate() error {
@@ -183,7 +197,7 @@ func (c *ConsumerCheckCmd) Run(ctx context.Context, env *Env) error {
 	case "prometheus":
 		printPrometheus(p, rep)
 	default:
-		printNagios(p, rep, c.selection(c.Stream, c.Consumers, c.All))
+		printNagios(p, rep, c.selection(c.Stream, c.Consumers, c.All), c.Perfdata)
 	}
 	if err != nil {
 		return &ExitStatus{Code: int(positions.Unknown), Err: err}
@@ -206,18 +220,28 @@ func (c *ConsumerCheckCmd) check(ctx context.Context, env *Env) (*positions.Repo
 	return positions.Check(ctx, cl.JS, c.selection(c.Stream, c.Consumers, c.All), th, positionsOptions(env, deprecatedFlag(env, "--acks-bucket", "--bucket", c.OldAcksBucket, c.AcksBucket)))
 }
 
+// nagiosFirstLineMax bounds the first line of the Nagios output: Nagios
+// keeps about 8 KB of plugin output, and the first line must leave room.
+const nagiosFirstLineMax = 4000
+
 // printNagios writes the report in the Nagios plugin format: the status
-// line with every performance value, then one line per consumer.
-func printNagios(p *Printer, rep *positions.Report, sel positions.Selection) {
-	var perf []string
-	for _, r := range rep.Results {
-		for _, m := range r.Metrics {
-			perf = append(perf, nagiosPerf(nagiosName(r.Stream)+"."+nagiosName(r.Consumer)+"."+m.Name, m))
+// line with the performance data (see --perfdata), then one line per
+// consumer.
+func printNagios(p *Printer, rep *positions.Report, sel positions.Selection, perfdata string) {
+	line := rep.Status.String() + ": " + nagiosText(checkSummary(rep, sel, nagiosFirstLineMax/2))
+	all := nagiosPerfAll(rep)
+	switch perfdata {
+	case "all":
+		line = joinPerf(line, all)
+	case "summary":
+		line = joinPerf(line, nagiosPerfSummary(rep))
+	case "none":
+	default: // auto
+		if l := joinPerf(line, all); len(l) <= nagiosFirstLineMax {
+			line = l
+		} else {
+			line = joinPerf(line, nagiosPerfSummary(rep))
 		}
-	}
-	line := rep.Status.String() + ": " + nagiosText(checkSummary(rep, sel))
-	if len(perf) > 0 {
-		line += " | " + strings.Join(perf, " ")
 	}
 	p.Printf("%s\n", line)
 	for _, r := range rep.Results {
@@ -231,9 +255,56 @@ func printNagios(p *Printer, rep *positions.Report, sel positions.Selection) {
 	}
 }
 
+func joinPerf(line string, perf []string) string {
+	if len(perf) == 0 {
+		return line
+	}
+	return line + " | " + strings.Join(perf, " ")
+}
+
+// nagiosPerfAll is every consumer's performance data.
+func nagiosPerfAll(rep *positions.Report) []string {
+	var perf []string
+	for _, r := range rep.Results {
+		for _, m := range r.Metrics {
+			perf = append(perf, nagiosPerf(nagiosName(r.Stream)+"."+nagiosName(r.Consumer)+"."+m.Name, m))
+		}
+	}
+	return perf
+}
+
+// nagiosPerfSummary is the counts by status and, per metric, the worst
+// (highest) value of any consumer with the thresholds that apply to all.
+func nagiosPerfSummary(rep *positions.Report) []string {
+	perf := []string{
+		fmt.Sprintf("consumers=%d", len(rep.Results)),
+		fmt.Sprintf("critical=%d", rep.Counts.Critical),
+		fmt.Sprintf("warning=%d", rep.Counts.Warning),
+		fmt.Sprintf("unknown=%d", rep.Counts.Unknown),
+	}
+	worst := map[string]positions.Metric{}
+	var order []string
+	for _, r := range rep.Results {
+		for _, m := range r.Metrics {
+			w, seen := worst[m.Name]
+			if !seen {
+				order = append(order, m.Name)
+			}
+			if !seen || m.Value > w.Value {
+				worst[m.Name] = m
+			}
+		}
+	}
+	for _, name := range order {
+		perf = append(perf, nagiosPerf("max_"+name, worst[name]))
+	}
+	return perf
+}
+
 // checkSummary is the first line's text: how many consumers on which
-// streams, by status.
-func checkSummary(rep *positions.Report, sel positions.Selection) string {
+// streams, by status, naming the worst ones (at most max bytes of names;
+// the rest are counted).
+func checkSummary(rep *positions.Report, sel positions.Selection, max int) string {
 	streams := make([]string, len(rep.Streams))
 	for i, st := range rep.Streams {
 		streams[i] = nagiosName(st)
@@ -242,26 +313,77 @@ func checkSummary(rep *positions.Report, sel positions.Selection) string {
 	switch {
 	case len(rep.Streams) == 0:
 		return "no streams match " + Escape(strings.Join(sel.Streams, ", "))
-	case len(rep.Streams) > 3:
+	case len(rep.Streams) > 3 || len(where) > max/4:
 		where = fmt.Sprintf("on %d streams", len(rep.Streams))
 	}
-	if len(rep.Results) == 0 {
-		return "no durable consumers " + where
-	}
-	var parts []string
-	for _, c := range []struct {
-		n    int
-		word string
-	}{{rep.Counts.Critical, "critical"}, {rep.Counts.Warning, "warning"}, {rep.Counts.Unknown, "unknown"}, {rep.Counts.OK, "ok"}} {
-		if c.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.word))
+	var consumers, streamProblems []positions.Result
+	for _, r := range rep.Results {
+		if r.Consumer == "" {
+			streamProblems = append(streamProblems, r)
+		} else {
+			consumers = append(consumers, r)
 		}
 	}
-	noun := "consumers"
-	if len(rep.Results) == 1 {
-		noun = "consumer"
+	var out []string
+	for _, r := range streamProblems { // a stream that could not be read
+		out = append(out, fmt.Sprintf("stream %s %s: %s", nagiosName(r.Stream), strings.ToLower(r.Status.String()), r.Summary()))
 	}
-	return fmt.Sprintf("%d %s %s: %s", len(rep.Results), noun, where, strings.Join(parts, ", "))
+	if len(consumers) == 0 {
+		if len(out) == 0 {
+			return "no durable consumers " + where
+		}
+		return strings.Join(out, "; ")
+	}
+	budget := max
+	var parts []string
+	for _, c := range []struct {
+		st   positions.Status
+		n    int
+		word string
+	}{{positions.Critical, rep.Counts.Critical, "critical"}, {positions.Warning, rep.Counts.Warning, "warning"}, {positions.Unknown, rep.Counts.Unknown, "unknown"}, {positions.OK, rep.Counts.OK, "ok"}} {
+		n := 0
+		for _, r := range consumers {
+			if r.Status == c.st {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		part := fmt.Sprintf("%d %s", n, c.word)
+		if c.st != positions.OK {
+			part += " (" + nameWorst(consumers, c.st, len(rep.Streams) > 1, &budget) + ")"
+		}
+		parts = append(parts, part)
+	}
+	out = append([]string{fmt.Sprintf("%s %s: %s", plural(len(consumers), "consumer", "consumers"), where, strings.Join(parts, ", "))}, out...)
+	return strings.Join(out, "; ")
+}
+
+// nameWorst names the consumers of one status while budget lasts, and
+// counts the rest.
+func nameWorst(rs []positions.Result, st positions.Status, withStream bool, budget *int) string {
+	var names []string
+	more := 0
+	for _, r := range rs {
+		if r.Status != st {
+			continue
+		}
+		n := nagiosName(r.Consumer)
+		if withStream {
+			n = nagiosName(r.Stream) + "/" + n
+		}
+		if len(n)+2 > *budget {
+			more++
+			continue
+		}
+		*budget -= len(n) + 2
+		names = append(names, n)
+	}
+	if more > 0 {
+		names = append(names, fmt.Sprintf("%d more", more))
+	}
+	return strings.Join(names, ", ")
 }
 
 // nagiosPerf writes one performance value: 'label'=value[UOM];warn;crit;min;max

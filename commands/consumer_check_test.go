@@ -2,6 +2,7 @@ package commands_test
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -181,5 +182,71 @@ func TestConsumerCheckNagiosFormat(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestCheckFirstLineBounded: with many consumers the Nagios status line
+// stays under 4 KB (Nagios keeps about 8 KB of output): the worst
+// consumers are named, the rest counted, and --perfdata auto falls back to
+// a summary; --perfdata all, summary and none do as they say. A command
+// line that does not parse still prints an UNKNOWN status line on stdout.
+func TestCheckFirstLineBounded(t *testing.T) {
+	s := testserver.Start(t)
+	js, err := jetstream.New(testserver.Connect(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testserver.Context(t, 60*time.Second)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := js.Publish(ctx, "orders.eu", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 60; i++ {
+		name := fmt.Sprintf("consumer-with-a-rather-long-name-%02d", i)
+		if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := commands.Run(ctx, append([]string{"--server", s.ClientURL(), "consumer", "check"}, args...), strings.NewReader(""), &out, &errb, false)
+		return code, out.String()
+	}
+	first := func(out string) string { l, _, _ := strings.Cut(out, "\n"); return l }
+
+	code, out := run("ORDERS", "--all", "--lag-warn", "1")
+	line := first(out)
+	if code != 1 || len(line) > 4000 || !strings.HasPrefix(line, "WARNING: 60 consumers on ORDERS: 60 warning (consumer-with-a-rather-long-name-00, ") ||
+		!regexp.MustCompile(`, \d+ more\) \| consumers=60 critical=0 warning=60 unknown=0 max_lag=3;1;;0`).MatchString(line) {
+		t.Fatalf("auto: exit %d, first line (%d bytes):\n%s", code, len(line), line)
+	}
+	_, out = run("ORDERS", "--all", "--lag-warn", "1", "--perfdata", "all")
+	if line := first(out); len(line) < 4000 || !strings.Contains(line, "ORDERS.consumer-with-a-rather-long-name-59.lag=3;1;;0") {
+		t.Fatalf("--perfdata all: want every consumer's values, got %d bytes", len(line))
+	}
+	_, out = run("ORDERS", "--all", "--perfdata", "none")
+	if line := first(out); line != "OK: 60 consumers on ORDERS: 60 ok" {
+		t.Fatalf("--perfdata none: %q", line)
+	}
+	_, out = run("ORDERS", "consumer-with-a-rather-long-name-01", "--perfdata", "summary")
+	if line := first(out); !strings.HasPrefix(line, "OK: 1 consumer on ORDERS: 1 ok | consumers=1 critical=0 warning=0 unknown=0 max_lag=3;;;0") {
+		t.Fatalf("--perfdata summary: %q", line)
+	}
+
+	for _, args := range [][]string{{"ORDERS", "--lag-warn", "abc"}, {}, {"ORDERS", "--all", "--perfdata", "some"}} {
+		code, out := run(args...)
+		if code != 3 || !strings.HasPrefix(out, "UNKNOWN: ") {
+			t.Errorf("consumer check %v: exit %d, stdout %q; want exit 3 and an UNKNOWN status line", args, code, out)
+		}
+	}
+
+	// A stream that does not exist is named as a stream, not counted as a consumer.
+	code, out = run("NOPE", "--all")
+	if line := first(out); code != 2 || line != "CRITICAL: stream NOPE critical: stream not found" {
+		t.Fatalf("check NOPE --all: exit %d, %q", code, line)
 	}
 }

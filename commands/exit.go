@@ -2,6 +2,7 @@ package commands
 
 import (
 	"errors"
+	"io"
 
 	"github.com/alecthomas/kong"
 	"github.com/jsctl/jsctl/jsutil"
@@ -79,6 +80,26 @@ func usageExitCode(kctx *kong.Context) int {
 		}
 	}
 	return ExitUsage
+}
+
+// usageStatusPrinter is a command that prints a status line on standard
+// output for a command line that does not parse or validate (consumer check:
+// monitoring systems show stdout, not stderr).
+type usageStatusPrinter interface {
+	usageStatus(stdout io.Writer, err error)
+}
+
+// usageFailed ends a command line that does not parse or validate: the
+// selected command's status line, if it has one, and its exit code.
+func usageFailed(kctx *kong.Context, stdout io.Writer, err error) int {
+	if kctx != nil {
+		if n := kctx.Selected(); n != nil && n.Target.IsValid() && n.Target.CanAddr() {
+			if c, ok := n.Target.Addr().Interface().(usageStatusPrinter); ok {
+				c.usageStatus(stdout, err)
+			}
+		}
+	}
+	return usageExitCode(kctx)
 }
 
 // exitCode maps an error to its exit code. This is the only place that does.

@@ -69,7 +69,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
 			fmt.Fprintf(stderr, "run \"%s --help\" for usage\n", strings.TrimSpace("jsctl "+commandPath(pe.Context)))
-			return usageExitCode(pe.Context)
+			return usageFailed(pe.Context, stdout, err)
 		}
 		return ExitUsage
 	}
@@ -79,7 +79,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
-		return usageExitCode(kctx)
+		return usageFailed(kctx, stdout, err)
 	}
 	ctx = jsutil.WithRetry(ctx, cli.Globals.RetryFor, env.waitLines().unanswered)
 	kctx.BindTo(ctx, (*context.Context)(nil))
