@@ -83,11 +83,15 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 			c.Source = &src
 		}
 		p.opts.Method = opts.Method
-		if opts.Method == Auto && (s.Method == Reset || s.Method == Recreate) {
+		asPlanned := opts.Method == Auto && (s.Method == Reset || s.Method == Recreate)
+		if asPlanned {
 			p.opts.Method = s.Method
 		}
 		if err := p.complete(ctx, c, saved.Target, s.To.Sequence); err != nil {
 			return nil, err
+		}
+		if asPlanned && c.Method == s.Method && s.Reason != "" {
+			c.Reason = s.Reason // the plan's own reason, not "--method reset"
 		}
 		if why := opts.sincePlan(s.From, c.From.Delivered, c.From.AckFloor); why != "" {
 			c.refuse(jsutil.ErrConflict, "%s; plan again", why)

@@ -593,7 +593,11 @@ func (p *planner) checkRefusals(c *Change) {
 		return
 	}
 	if info.NumWaiting > 0 && !p.opts.Pause {
-		c.refuse(jsutil.ErrConflict, "%d pull requests are waiting (a client is consuming); stop it, or pass --pause to pause it during the change (or --force)", info.NumWaiting)
+		waiting := fmt.Sprintf("%d pull requests are waiting", info.NumWaiting)
+		if info.NumWaiting == 1 {
+			waiting = "1 pull request is waiting"
+		}
+		c.refuse(jsutil.ErrConflict, "%s (a client is consuming); stop it, or pass --pause to pause it during the change (or --force)", waiting)
 	}
 	if info.PushBound && !p.opts.Pause {
 		c.refuse(jsutil.ErrConflict, "a push subscriber is bound (a client is consuming); stop it, or pass --pause to pause it during the change (or --force)")

@@ -54,7 +54,7 @@ func TestRefuseBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	testserver.WaitFor(t, 10*time.Second, "a waiting pull request", func() bool { return info(t, js, "ORDERS", "pull").NumWaiting > 0 })
-	wantRefused(t, js, "ORDERS", "pull", Target{Kind: ToSeq, Seq: 2}, Options{}, "pull requests are waiting")
+	wantRefused(t, js, "ORDERS", "pull", Target{Kind: ToSeq, Seq: 2}, Options{}, "1 pull request is waiting")
 
 	// A push subscriber is bound.
 	psub, _ := nc.SubscribeSync("d.push")
