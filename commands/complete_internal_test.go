@@ -36,8 +36,8 @@ type fakeCLI struct {
 			FromFile  string   `name:"from-file" type:"path"`
 			Execute   bool
 			Color     bool   `negatable:""`
-			Bucket    string `name:"acks-bucket" default:"OTHERB"`
-			Scope     string `name:"acks-scope" predictor:"scope"`
+			Bucket    string `name:"bucket" default:"OTHERB"`
+			Scope     string `name:"scope" predictor:"scope"`
 		} `cmd:"" help:"Reset."`
 		Info struct {
 			Stream   string `arg:""`

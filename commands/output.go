@@ -172,3 +172,13 @@ func (s *stdoutWriter) Write(b []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// terminalOf is the writer under w's write-error tracking: a terminal UI
+// must see the *os.File itself to know it draws on a terminal (its size,
+// raw mode).
+func terminalOf(w io.Writer) io.Writer {
+	if s, ok := w.(*stdoutWriter); ok {
+		return s.w
+	}
+	return w
+}

@@ -41,7 +41,7 @@ func colorAllowed() bool { return os.Getenv("NO_COLOR") == "" }
 // after Ctrl-C, a panic, a signal or a lost terminal) and returns how it
 // ended.
 func runTUI(ctx context.Context, env *Env, m *picker.Model) (picker.Outcome, error) {
-	prog := tea.NewProgram(m, tea.WithInput(env.Stdin), tea.WithOutput(env.Stdout), tea.WithContext(ctx))
+	prog := tea.NewProgram(m, tea.WithInput(env.Stdin), tea.WithOutput(terminalOf(env.Stdout)), tea.WithContext(ctx))
 	_, err := prog.Run()
 	switch {
 	case errors.Is(err, tea.ErrProgramPanic):
