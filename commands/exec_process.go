@@ -141,6 +141,7 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 		<-outputDone
 	}
 	closeAll(readers)
+	_ = inW.Close() // unblocks a write to a process that holds its input unread
 	return lingered, err
 }
 

@@ -175,8 +175,10 @@ func IsCannotRun(err error) bool {
 // (see the package documentation), then acks, naks or terminates the
 // message as the result says. Consume also keeps the consumer's floor;
 // callers of Process alone may call AdvanceFloor with their consumer's info.
-// The returned error is nil for processed, duplicate and busy messages, and
-// says why otherwise (it is also Result.Err).
+// A handler that fails after ctx was cancelled is Released (see
+// ErrStopped), not failed. The returned error is nil for processed,
+// duplicate and busy messages, and says why otherwise (it is also
+// Result.Err).
 func (s *Store) Process(ctx context.Context, msg jetstream.Msg, handler Handler, opts ...ProcessOption) (Result, error) {
 	var c processConfig
 	for _, o := range opts {
