@@ -273,3 +273,54 @@ func streamMsgs(t *testing.T, st jetstream.Stream) uint64 {
 	}
 	return info.State.Msgs
 }
+
+// acks retry shares the handler: SIGTERM while the command runs stops it
+// after --stop-timeout and releases the message, its failed record written
+// back as it was (final, 1 failure, the first reason); exit 6.
+func TestAcksRetryStopKeepsFailedRecord(t *testing.T) {
+	bin, err := exec.LookPath("jsctl")
+	if err != nil {
+		t.Fatalf("jsctl is not in PATH: %v", err)
+	}
+	srv := testserver.Start(t)
+	s := &handlerServer{t: t, url: srv.ClientURL(), bin: bin}
+	if s.js, err = jetstream.New(testserver.Connect(t, srv)); err != nil {
+		t.Fatal(err)
+	}
+	s.stream("RT", "c", 1)
+	side := filepath.Join(t.TempDir(), "side")
+	cmd, out, errb := s.jsctl(side, "consume", "RT", "c", "--exec", "exit 3", "--max-failures", "1", "--idle", "1s")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, cmd); code != 1 {
+		t.Fatalf("consume exited %d, want 1:\n%s\n%s", code, out, errb)
+	}
+	cmd, out, errb = s.jsctl(side, "acks", "retry", "--scope", "RT.c", "--all-failed", "--execute", "--json", "--stop-timeout", "1s",
+		"--exec", `echo "$JSCTL_SEQ" >> "$SIDE"; sleep 30`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testserver.WaitFor(t, 30*time.Second, "the command started", func() bool { return sideRuns(t, side)["1"] == 1 })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, cmd); code != 6 {
+		t.Errorf("acks retry stopped by SIGTERM exited %d, want 6:\n%s\n%s", code, out, errb)
+	}
+	var got struct {
+		Summary struct{ Processed, Failed, Skipped, Released int }
+	}
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil || got.Summary.Released != 1 || got.Summary.Failed != 0 || got.Summary.Processed != 0 {
+		t.Errorf("summary %+v (%v), want released 1 only:\n%s\n%s", got.Summary, err, out, errb)
+	}
+	ctx := testserver.Context(t, 30*time.Second)
+	st, err := acks.OpenExisting(ctx, s.js, acks.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Get(ctx, "RT.c", acks.KeyFromSequence, "1")
+	if err != nil || r.State != acks.StateFailed || !r.Final || r.Failures != 1 || r.Reason != "command exited with status 3" {
+		t.Errorf("record after the stop: %+v %v, want the failed record as it was", r, err)
+	}
+}
