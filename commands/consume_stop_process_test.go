@@ -152,9 +152,9 @@ func TestConsumeBackgroundChildRunsOnce(t *testing.T) {
 			args []string
 			cmd  string
 		}{
-			{"per message", nil, `echo "$JSCTL_SEQ" >> "$SIDE"; sleep 20 &`},
+			{"per message", nil, `echo "$JSCTL_SEQ" >> "$SIDE"; sleep 20 & echo $! >> "$SIDE.pids"`},
 			{"batch", []string{"--batch", "10", "--batch-wait", "1s"},
-				`sed -E 's/.*"seq":([0-9]+).*/\1/' >> "$SIDE"; sleep 20 &`},
+				`sed -E 's/.*"seq":([0-9]+).*/\1/' >> "$SIDE"; sleep 20 & echo $! >> "$SIDE.pids"`},
 		} {
 			t.Run(kind+"/"+mode.name, func(t *testing.T) {
 				stream := "BG" + strings.ToUpper(strings.ReplaceAll(mode.name, " ", ""))
@@ -188,6 +188,19 @@ func TestConsumeBackgroundChildRunsOnce(t *testing.T) {
 						t.Errorf("message %d ran %d times, want 1 (side file: %v)", i, r, runs)
 					}
 				}
+				// The children holding the output were sent SIGTERM.
+				pids := sideRuns(t, side+".pids")
+				if len(pids) == 0 {
+					t.Fatal("no background child recorded its pid")
+				}
+				testserver.WaitFor(t, 30*time.Second, "the background children gone", func() bool {
+					for pid := range pids {
+						if alive(pid) {
+							return false
+						}
+					}
+					return true
+				})
 			})
 		}
 	}
@@ -323,4 +336,15 @@ func TestAcksRetryStopKeepsFailedRecord(t *testing.T) {
 	if err != nil || r.State != acks.StateFailed || !r.Final || r.Failures != 1 || r.Reason != "command exited with status 3" {
 		t.Errorf("record after the stop: %+v %v, want the failed record as it was", r, err)
 	}
+}
+
+// alive reports whether process pid runs (a zombie, dead but not yet
+// reaped, does not).
+func alive(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, ok := strings.Cut(string(b), ") ")
+	return ok && !strings.HasPrefix(rest, "Z")
 }
