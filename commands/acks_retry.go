@@ -12,15 +12,16 @@ import (
 // AcksRetryCmd runs failed messages again.
 type AcksRetryCmd struct {
 	acksBucketFlag
-	Scope      string        `name:"scope" required:"" placeholder:"NAME" predictor:"scope" help:"Scope of the failed records (e.g. ORDERS.billing)."`
-	Seq        uint64        `name:"seq" placeholder:"N" help:"Retry the failed record made for stream sequence N."`
-	Key        string        `name:"key" placeholder:"KEY" help:"Retry the failed record of dedup key KEY (as JSCTL_KEY shows it, unescaped)."`
-	AllFailed  bool          `name:"all-failed" help:"Retry every failed record of the scope."`
-	Stream     string        `name:"stream" placeholder:"STREAM" predictor:"stream" help:"Stream holding the messages (default: the stream of the scope's consumers)."`
-	Exec       string        `name:"exec" required:"" placeholder:"CMD" help:"Command run with sh -c once per message (or per batch with --batch), as in jsctl consume; exit 0 marks the message done."`
-	Batch      int           `name:"batch" default:"0" placeholder:"N" help:"Run CMD once per batch of up to N messages, NDJSON on its stdin as in consume; 0 = once per message."`
-	Lease      time.Duration `name:"lease" default:"30s" placeholder:"D" help:"Claim lease, renewed while CMD runs (whole seconds; at least 15s on a replicated bucket)."`
-	DeadLetter string        `name:"dead-letter" placeholder:"SUBJECT" help:"Publish a message that fails again to SUBJECT (a new dead letter) before keeping it failed."`
+	Scope       string        `name:"scope" required:"" placeholder:"NAME" predictor:"scope" help:"Scope of the failed records (e.g. ORDERS.billing)."`
+	Seq         uint64        `name:"seq" placeholder:"N" help:"Retry the failed record made for stream sequence N."`
+	Key         string        `name:"key" placeholder:"KEY" help:"Retry the failed record of dedup key KEY (as JSCTL_KEY shows it, unescaped)."`
+	AllFailed   bool          `name:"all-failed" help:"Retry every failed record of the scope."`
+	Stream      string        `name:"stream" placeholder:"STREAM" predictor:"stream" help:"Stream holding the messages (default: the stream of the scope's consumers)."`
+	Exec        string        `name:"exec" required:"" placeholder:"CMD" help:"Command run with sh -c once per message (or per batch with --batch), as in jsctl consume; exit 0 marks the message done."`
+	Batch       int           `name:"batch" default:"0" placeholder:"N" help:"Run CMD once per batch of up to N messages, NDJSON on its stdin as in consume; 0 = once per message."`
+	Lease       time.Duration `name:"lease" default:"30s" placeholder:"D" help:"Claim lease, renewed while CMD runs (whole seconds; at least 15s on a replicated bucket)."`
+	StopTimeout time.Duration `name:"stop-timeout" default:"10s" placeholder:"D" help:"On SIGINT/SIGTERM, how long a running command may finish before its process group gets SIGTERM; a command so stopped is released: its failed record is kept as it was."`
+	DeadLetter  string        `name:"dead-letter" placeholder:"SUBJECT" help:"Publish a message that fails again to SUBJECT (a new dead letter) before keeping it failed."`
 	changeFlags
 }
 
@@ -34,7 +35,9 @@ JSCTL_* variables as in consume, plus JSCTL_RETRY=1; JSCTL_CONSUMER is empty and
 JSCTL_DELIVERIES is the count the record kept. A message that fails again keeps a
 final failed record with the new reason (and, with --dead-letter, is dead-lettered
 again under a new message ID). Messages run one at a time, or in batches with
---batch.
+--batch. On SIGINT/SIGTERM no other message starts, and a running CMD may finish for
+--stop-timeout (default 10s); then its process group gets SIGTERM and its message is
+released: its failed record is written back as it was.
 
 Select with --seq, --key or --all-failed. Only failed records are retried: a record
 that is done or claimed when its turn comes is skipped (duplicate or busy), one
@@ -75,6 +78,8 @@ func (c *AcksRetryCmd) Validate() error {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--batch must be from 0 to %d, got %d", acks.MaxBatch, c.Batch)
 	case c.Lease < time.Second || c.Lease%time.Second != 0:
 		return jsutil.Errorf(jsutil.ErrBadInput, "--lease must be whole seconds, at least 1s, got %v", c.Lease)
+	case c.StopTimeout < 0:
+		return jsutil.Errorf(jsutil.ErrBadInput, "--stop-timeout must not be negative, got %v", c.StopTimeout)
 	}
 	return nil
 }
@@ -95,6 +100,8 @@ type acksRetrySummary struct {
 	Processed int `json:"processed"`
 	Failed    int `json:"failed"`
 	Skipped   int `json:"skipped"`
+	// Released: stopped by SIGINT/SIGTERM, the record kept as it was.
+	Released int `json:"released"`
 }
 
 // Run prints the plan or retries.
@@ -181,8 +188,8 @@ func (c *AcksRetryCmd) selectRecords(ctx context.Context, st *acks.Store, scope 
 }
 
 func (c *AcksRetryCmd) retry(ctx context.Context, env *Env, p *Printer, st *acks.Store, recs []acks.Record, out acksRetryJSON) error {
-	h := execHandler{cmd: c.Exec}
-	opts := []acks.ProcessOption{acks.WithLease(c.Lease), acks.WithDeadLetter(c.DeadLetter)}
+	h := execHandler{cmd: c.Exec, lingered: &lingerNotes{}}
+	opts := []acks.ProcessOption{acks.WithLease(c.Lease), acks.WithDeadLetter(c.DeadLetter), acks.WithDrainTimeout(max(c.StopTimeout, time.Nanosecond))}
 	var results []acks.Result
 	var err error
 	if c.Batch > 0 {
@@ -197,6 +204,9 @@ func (c *AcksRetryCmd) retry(ctx context.Context, env *Env, p *Printer, st *acks
 	if err != nil {
 		return err
 	}
+	if w := h.lingered.warning(); w != "" {
+		fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", w)
+	}
 	var sum acksRetrySummary
 	out.Executed, out.Summary = true, &sum
 	for _, r := range results {
@@ -205,6 +215,8 @@ func (c *AcksRetryCmd) retry(ctx context.Context, env *Env, p *Printer, st *acks
 			sum.Processed++
 		case acks.Failed:
 			sum.Failed++
+		case acks.Released:
+			sum.Released++
 		default:
 			sum.Skipped++
 		}
@@ -218,10 +230,14 @@ func (c *AcksRetryCmd) retry(ctx context.Context, env *Env, p *Printer, st *acks
 			return err
 		}
 	} else {
-		p.Printf("retried %s of scope %s: processed %d, failed %d, skipped %d\n", plural(len(results), "message", "messages"), out.Scope, sum.Processed, sum.Failed, sum.Skipped)
+		p.Printf("retried %s of scope %s: processed %d, failed %d, skipped %d", plural(len(results), "message", "messages"), out.Scope, sum.Processed, sum.Failed, sum.Skipped)
+		if sum.Released > 0 {
+			p.Printf(", released %d", sum.Released)
+		}
+		p.Printf("\n")
 	}
-	if n := len(recs) - len(results); n > 0 {
-		return jsutil.Errorf(jsutil.ErrCancelled, "retry interrupted: %d of %d messages not run", n, len(recs))
+	if n := len(recs) - len(results) + sum.Released; n > 0 {
+		return jsutil.Errorf(jsutil.ErrCancelled, "retry interrupted: %d of %d messages not run to the end (%d stopped and released, their records kept as they were)", n, len(recs), sum.Released)
 	}
 	if sum.Failed > 0 {
 		return fmt.Errorf("%d of %d retried messages failed again (their records stay failed)", sum.Failed, len(results))
@@ -238,6 +254,8 @@ func retryOutcome(r acks.Result) string {
 		return "skipped: its record is done"
 	case acks.Busy:
 		return "skipped: another worker holds its claim"
+	case acks.Released:
+		return "released: stopped after --stop-timeout; its record is kept as it was"
 	}
 	s := "failed"
 	if r.Err != nil {

@@ -62,7 +62,7 @@ func jsctlProc(t *testing.T, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func exitCode(t *testing.T, err error) int {
+func procExitCode(t *testing.T, err error) int {
 	t.Helper()
 	var ee *exec.ExitError
 	switch {
@@ -88,7 +88,7 @@ func TestStdoutWriteErrors(t *testing.T) {
 		cmd := jsctlProc(t, args...)
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = full, &stderr
-		code := exitCode(t, cmd.Run())
+		code := procExitCode(t, cmd.Run())
 		if code != commands.ExitFailure || !strings.Contains(stderr.String(), "write standard output") || !strings.Contains(stderr.String(), "no space left on device") {
 			t.Errorf("jsctl %v > /dev/full: exit %d, stderr %q; want exit 1 naming the write error", args, code, stderr.String())
 		}
@@ -113,7 +113,7 @@ func TestStdoutWriteErrors(t *testing.T) {
 		}
 	}
 	r.Close()
-	if code := exitCode(t, cmd.Wait()); code != 0 || stderr.Len() != 0 {
+	if code := procExitCode(t, cmd.Wait()); code != 0 || stderr.Len() != 0 {
 		t.Fatalf("jsctl demo | head -3: exit %d, stderr %q; want exit 0 and nothing on stderr", code, stderr.String())
 	}
 }
@@ -143,7 +143,7 @@ func TestDemoInterrupted(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		if code := exitCode(t, err); code != commands.ExitCancelled || strings.TrimSpace(stderr.String()) != "jsctl: error: demo: interrupted" {
+		if code := procExitCode(t, err); code != commands.ExitCancelled || strings.TrimSpace(stderr.String()) != "jsctl: error: demo: interrupted" {
 			t.Fatalf("demo after SIGINT: exit %d, stderr %q; want exit 6 and \"jsctl: error: demo: interrupted\"", code, stderr.String())
 		}
 	case <-time.After(2 * time.Minute):

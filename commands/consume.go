@@ -38,6 +38,7 @@ type ConsumeCmd struct {
 	IdempotentSubjects []string      `name:"idempotent-subjects" placeholder:"PATTERN" help:"Keep records only for subjects matching PATTERN (repeatable; default all). Others are processed at least once."`
 	RetryDelay         time.Duration `name:"retry-delay" default:"1s" placeholder:"D" help:"First delay before a failed message is redelivered; it doubles with each failed delivery, up to 1m (at least 100ms)."`
 	MaxFailures        int           `name:"max-failures" default:"0" placeholder:"N" help:"End a message that failed N times: keep a failed record and terminate it (default: the consumer's max deliver)."`
+	StopTimeout        time.Duration `name:"stop-timeout" default:"10s" placeholder:"D" help:"On SIGINT/SIGTERM, how long running commands may finish before their process groups get SIGTERM (SIGKILL 5s later); a command so stopped is released, not failed."`
 	Progress           bool          `name:"progress" default:"true" negatable:"" help:"At a terminal, show a status line on stderr (counts, rate, pending, lag); --no-progress or --progress=false turns it off."`
 }
 
@@ -60,6 +61,13 @@ after --retry-delay, doubling per failed delivery. After --max-failures failed
 deliveries (or the consumer's max deliver) the message fails for good: a failed
 record is kept, the message is published to --dead-letter if given, then
 terminated. CMD's output goes to jsctl's standard error.
+
+CMD's exit decides, not its children: once CMD has exited, jsctl waits 1s for its
+output to end, then judges by its exit status. A process CMD started that still
+holds its stdout or stderr then gets SIGTERM and is named in a warning; one whose
+output is redirected (cmd >/dev/null 2>&1 &) is left alone. CMD runs in its own
+process group, and when jsctl stops CMD (a lost lease, --stop-timeout) the whole
+group gets SIGTERM, then SIGKILL 5s later.
 
 Keys (--key, repeatable; the parts of several are joined with "|", a "|" or "\"
 inside a part escaped with "\"):
@@ -101,14 +109,18 @@ A stdout line starting with "{" that is not such a line (seq a positive integer,
 a boolean, error any JSON value, nothing after the object, at most 1 MiB) is a
 protocol error: reported, and the messages it may concern fail (see the README).
 
-Stopping: SIGINT/SIGTERM stop fetching and let running commands finish (up to
---lease, then they get SIGTERM), leaving no claim behind. The exit status is 1 when
-a message failed in this run and had not succeeded by its end (it will be
-redelivered, or it was terminated), else 0, whether a signal, --max or --idle
-stopped the run.
+Stopping: SIGINT/SIGTERM stop fetching and let running commands finish for
+--stop-timeout (default 10s); then their process groups get SIGTERM. A command
+ended so is released, not failed: its claim is given back (a failed record it
+took over is written back with its count), the message is nak'd to run again at
+once on its next delivery, and it counts toward neither --max-failures nor dead
+letters (the summary says "released N"). A command that still exits 0 is done. No
+claim is left behind. The exit status is 1 when a message failed in this run and
+had not succeeded by its end (it will be redelivered, or it was terminated), else
+0, whether a signal, --max or --idle stopped the run.
 
 --json prints one line per delivery ({"seq","subject","key","action":
-processed|duplicate|failed|busy, ...}) and a final {"summary": {...}} line.
+processed|duplicate|failed|busy|released, ...}) and a final {"summary": {...}} line.
 
 Examples:
   jsctl consume ORDERS billing --exec './bill.sh' --workers 8
@@ -134,6 +146,8 @@ func (c *ConsumeCmd) Validate() error {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--lease must be whole seconds, at least 1s, got %v", c.Lease)
 	case c.RetryDelay < 0:
 		return jsutil.Errorf(jsutil.ErrBadInput, "--retry-delay must not be negative, got %v", c.RetryDelay)
+	case c.StopTimeout < 0:
+		return jsutil.Errorf(jsutil.ErrBadInput, "--stop-timeout must not be negative, got %v", c.StopTimeout)
 	case c.MaxFailures < 0:
 		return jsutil.Errorf(jsutil.ErrBadInput, "--max-failures must not be negative, got %d", c.MaxFailures)
 	case c.Batch < 0 || c.Batch > acks.MaxBatch:
@@ -286,6 +300,8 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 		switch {
 		case r.Action == acks.Failed && r.Err != nil:
 			fmt.Fprintf(stderr, "jsctl: message %d (%s): failed: %v%s\n", r.Seq, Escape(r.Subject), r.Err, failNote(r))
+		case r.Action == acks.Released:
+			fmt.Fprintf(stderr, "jsctl: message %d (%s): released: the command was stopped after --stop-timeout; it runs again on its next delivery\n", r.Seq, Escape(r.Subject))
 		case r.Mismatch && r.DuplicateRun:
 			fmt.Fprintf(stderr, "jsctl: message %d (%s): key %q was done for message %d with a different payload; ran again (--on-mismatch run)\n", r.Seq, Escape(r.Subject), r.Key, r.RecordSeq)
 		case r.Mismatch:
@@ -301,7 +317,7 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 		acks.WithWorkers(c.Workers), acks.WithMaxMessages(c.Max), acks.WithIdle(c.Idle),
 		acks.WithRetryDelay(c.RetryDelay), acks.WithMaxFailures(c.MaxFailures), acks.OnResult(onResult),
 		acks.WithOnDuplicate(acks.DuplicatePolicy(c.OnDuplicate)), acks.WithOnMismatch(acks.MismatchPolicy(c.OnMismatch)),
-		acks.WithDeadLetter(c.DeadLetter),
+		acks.WithDeadLetter(c.DeadLetter), acks.WithDrainTimeout(max(c.StopTimeout, time.Nanosecond)),
 	}
 	if c.KeyRequired {
 		opts = append(opts, acks.WithKeyRequired())
@@ -310,15 +326,19 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 		opts = append(opts, acks.WithIdempotentSubjects(c.IdempotentSubjects...))
 	}
 	var sum acks.Summary
+	h := execHandler{cmd: c.Exec, lingered: &lingerNotes{}}
 	if c.Batch > 0 {
 		opts = append(opts, acks.WithBatch(c.Batch, c.BatchWait))
 		sum, err = store.ConsumeBatch(ctx, cons, func(hctx context.Context, ds []acks.Delivery) ([]error, error) {
-			return execHandler{c.Exec}.runBatch(hctx, ds, out)
+			return h.runBatch(hctx, ds, out)
 		}, opts...)
 	} else {
 		sum, err = store.Consume(ctx, cons, func(hctx context.Context, d acks.Delivery) error {
-			return execHandler{c.Exec}.runExec(hctx, d, out)
+			return h.runExec(hctx, d, out)
 		}, opts...)
+	}
+	if w := h.lingered.warning(); w != "" {
+		sum.Warnings = append(sum.Warnings, w)
 	}
 	status.close()
 	if err != nil && sum.Handled()+sum.Busy == 0 {
@@ -406,6 +426,9 @@ func (c *ConsumeCmd) printSummary(p *Printer, stderr io.Writer, scope string, su
 	}
 	if sum.DeadLettered > 0 {
 		p.Printf(", dead-lettered %d", sum.DeadLettered)
+	}
+	if sum.Released > 0 {
+		p.Printf(", released %d", sum.Released)
 	}
 	p.Printf(", busy %d", sum.Busy)
 	if sum.Mismatches > 0 {

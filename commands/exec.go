@@ -8,35 +8,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jsctl/jsctl/jsutil/acks"
 )
 
 // execHandler runs a user's command (--exec) as the handler of consume and
-// acks retry: once per message, or once per batch.
+// acks retry: once per message, or once per batch (see runProcess for how
+// its process is run and stopped).
 type execHandler struct {
 	cmd string
-}
-
-// command builds `sh -c CMD` for one message or batch. It runs in its own
-// process group, so a terminal's Ctrl-C reaches only jsctl, which lets it
-// finish; a lost lease (or the drain timeout) stops it with SIGTERM, then
-// SIGKILL.
-func (c execHandler) command(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, env ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "sh", "-c", c.cmd)
-	cmd.Stdin = stdin
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = append(os.Environ(), env...)
-	return cmd
+	// lingered collects the messages whose command left a process
+	// holding its output (nil: not reported).
+	lingered *lingerNotes
 }
 
 // runExec runs --exec for one message. A command that cannot be started
@@ -68,7 +55,11 @@ func (c execHandler) runExec(ctx context.Context, d acks.Delivery, out io.Writer
 	if d.Retry {
 		env = append(env, "JSCTL_RETRY=1")
 	}
-	return exitErr(c.command(ctx, bytes.NewReader(d.Msg.Data()), out, out, env...).Run())
+	lingered, err := runProcess(ctx, c.command(env...), d.Msg.Data(), out, nil)
+	if lingered {
+		c.lingered.add(d.Seq)
+	}
+	return exitErr(err)
 }
 
 // exitErr turns a command's outcome into the handler's error.
@@ -78,6 +69,9 @@ func exitErr(err error) error {
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Errorf("command killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+		}
 		return fmt.Errorf("command exited with status %d", ee.ExitCode())
 	}
 	return acks.CannotRun(fmt.Errorf("run command: %w", err))
@@ -119,7 +113,7 @@ func (c execHandler) runBatch(ctx context.Context, ds []acks.Delivery, out io.Wr
 		}
 	}
 	pr, pw := io.Pipe()
-	cmd := c.command(ctx, &in, pw, out,
+	cmd := c.command(
 		"JSCTL_STREAM="+ds[0].Stream,
 		"JSCTL_CONSUMER="+ds[0].Consumer,
 		"JSCTL_SCOPE="+acks.ScopeDisplay(ds[0].Scope),
@@ -131,15 +125,14 @@ func (c execHandler) runBatch(ctx context.Context, ds []acks.Delivery, out io.Wr
 		defer close(read)
 		readBatchOutput(pr, out, results) // see batch_result.go
 	}()
-	err := cmd.Start()
-	if err != nil {
-		pw.Close()
-		<-read
-		return nil, exitErr(err)
-	}
-	err = cmd.Wait()
+	lingered, err := runProcess(ctx, cmd, in.Bytes(), pw, out)
 	pw.Close()
 	<-read
+	if lingered {
+		for _, d := range ds {
+			c.lingered.add(d.Seq)
+		}
+	}
 	if err != nil {
 		return nil, exitErr(err)
 	}

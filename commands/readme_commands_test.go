@@ -141,7 +141,7 @@ var readmeCases = map[string]readmeCase{
 	"jsctl consume ORDERS refunds --exec ./refund.sh --max-failures 5 --dead-letter dead.orders": {exit: 1,
 		run: `jsctl consume ORDERS refunds --exec 'test "$JSCTL_KEY" != order-1234' --max-failures 1 --dead-letter dead.orders --idle 1s`,
 		why: "a command failing for order-1234 leaves a dead letter and a failed record for the retry examples (exit 1: a message failed)"},
-	"jsctl acks retry --scope S (--seq N | --key K | --all-failed) --exec CMD [--batch N] [--stream S] [--dead-letter SUBJECT] [--execute]": {
+	"jsctl acks retry --scope S (--seq N | --key K | --all-failed) --exec CMD [--batch N] [--stream S] [--dead-letter SUBJECT] [--stop-timeout D] [--execute]": {
 		synopsis: true, run: "jsctl acks retry --scope ORDERS.refunds --seq 50 --exec ./refund.sh --batch 10 --stream ORDERS --dead-letter dead.orders"},
 	"jsctl acks retry --scope ORDERS.refunds --all-failed --exec ./refund.sh":                      {},
 	"jsctl acks retry --scope ORDERS.refunds --key order-1234 --exec ./refund.sh --execute --json": {},

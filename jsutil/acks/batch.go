@@ -123,6 +123,7 @@ func (l *loop) runBatch(work context.Context, batch []*job) {
 	}
 	hctx, set := l.leases.hold(work, run)
 	results, err := l.callBatch(hctx, ds)
+	stopped := stoppedBy(hctx)
 	l.leases.release(set)
 	per := time.Since(start) / time.Duration(len(run))
 	for _, j := range run {
@@ -133,6 +134,7 @@ func (l *loop) runBatch(work context.Context, batch []*job) {
 		if herr == nil && results != nil {
 			herr = results[i]
 		}
+		j.stopped = stopped && herr != nil
 		l.conclude(work, j, herr)
 	}
 }

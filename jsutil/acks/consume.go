@@ -48,8 +48,10 @@ import (
 // as it starts and once per lease (see SweepDeadLetters).
 //
 // When ctx is cancelled, Consume stops fetching, naks messages not yet
-// started, lets handlers in flight finish (for up to WithDrainTimeout), and
-// returns a nil error: no claim is left behind. Along the way it advances
+// started, lets handlers in flight finish (for up to WithDrainTimeout, then
+// their contexts are cancelled with ErrStopped as the cause: a handler that
+// then fails is Released, not failed), and returns a nil error: no claim is
+// left behind. Along the way it advances
 // the consumer's floor to the consumer's ack floor.
 func (s *Store) Consume(ctx context.Context, cons jetstream.Consumer, handler Handler, opts ...ConsumeOption) (Summary, error) {
 	l, err := s.newLoop(ctx, cons, opts)
@@ -190,14 +192,11 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	l.doneSlots = make(chan struct{}, c.workers*max(c.batch, 1))
 	l.completions = make(chan *pendingDone, c.workers*max(c.batch, 1))
 	// Handlers run on a context that survives ctx's cancellation for the
-	// drain timeout, so they can finish and leave no claim behind.
-	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-	stopDrain := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(c.drain, cancelWork)
-		<-work.Done()
-		t.Stop()
-	})
+	// drain timeout, so they can finish and leave no claim behind; then it
+	// is cancelled with ErrStopped (see ErrStopped).
+	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelWork(nil)
+	stopDrain := stopAfter(ctx, c.drain, cancelWork)
 	defer stopDrain()
 
 	defer l.watchAdvisories()()
@@ -409,6 +408,7 @@ func (l *loop) worker(ctx, work context.Context) {
 		}
 		hctx, set := l.leases.hold(work, []*job{j})
 		herr := l.h(hctx, j.d)
+		j.stopped = herr != nil && stoppedBy(hctx)
 		l.leases.release(set)
 		l.handled(j, start)
 		l.conclude(work, j, herr)
@@ -422,6 +422,8 @@ func (l *loop) conclude(work context.Context, j *job, herr error) {
 	switch {
 	case j.res.LeaseLost:
 		l.s.leaseLost(j, c)
+	case j.stopped:
+		l.s.released(work, j, c, herr)
 	case herr != nil:
 		l.s.handlerFailed(work, j, c, herr)
 	case !j.d.Idempotent || j.noClaim:
@@ -509,6 +511,8 @@ func (l *loop) countLocked(r Result) {
 		}
 	case Busy:
 		s.Busy++
+	case Released:
+		s.Released++
 	}
 	if r.Mismatch {
 		s.Mismatches++
@@ -529,6 +533,30 @@ func (l *loop) notify(r Result) {
 	if l.c.onResult != nil {
 		l.c.onResult(r)
 	}
+}
+
+// stopAfter cancels with ErrStopped d after ctx is done (the run's own
+// stop), unless the returned function is called first.
+func stopAfter(ctx context.Context, d time.Duration, cancel context.CancelCauseFunc) (stop func()) {
+	quit := make(chan struct{})
+	stopWait := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel(ErrStopped)
+		case <-quit:
+		}
+	})
+	return func() {
+		stopWait()
+		close(quit)
+	}
+}
+
+// stoppedBy reports whether ctx was cancelled by the run's own stop.
+func stoppedBy(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), ErrStopped)
 }
 
 func (l *loop) warnLocked(w string) {

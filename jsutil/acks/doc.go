@@ -56,6 +56,12 @@
 //     run for a message (CannotRun, a corrupt record) ends the same way after
 //     WithMaxCannotRun deliveries. No message is ever redelivered in a tight
 //     loop.
+//   - released: a handler ended by the run's own stop (ErrStopped: the
+//     drain timeout after the context of Consume or Retry was cancelled)
+//     that fails gives its claim back: the failed record it took over is
+//     written back as it was, else the claim is purged (compare-and-set on
+//     its revision); the message is nak'd without a delay. A stop counts
+//     toward no failure bound and never makes a dead letter.
 //   - expiry: a dead worker's claim is removed by the server when its TTL
 //     runs out, leaving a marker; the next delivery claims it again.
 //

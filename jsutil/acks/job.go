@@ -40,6 +40,11 @@ type job struct {
 	watch bool
 	// retry: a run of Store.Retry, which takes over a dead-lettered record.
 	retry bool
+	// prev is the failed record the claim took over, as stored (nil when
+	// there was none), so that a released claim can be given back.
+	prev []byte
+	// stopped: the handler was ended by the run's own stop (ErrStopped).
+	stopped bool
 }
 
 // claim is a claim this worker holds.
@@ -138,10 +143,10 @@ func (s *Store) claimRecord(ctx context.Context, j *job, lease time.Duration) (*
 		e, gerr := s.leaderGet(ctx, j.kvKey)
 		switch {
 		case e.marker:
-			rev = e.rev // released or expired: claim over the marker
+			rev, j.prev = e.rev, nil // released or expired: claim over the marker
 			continue
 		case isNotFound(gerr):
-			rev = 0 // gone meanwhile
+			rev, j.prev = 0, nil // gone meanwhile
 			continue
 		case gerr != nil:
 			return nil, fmt.Errorf("claim ack record %q: %w", j.kvKey, gerr)
@@ -160,7 +165,7 @@ func (s *Store) claimRecord(ctx context.Context, j *job, lease time.Duration) (*
 			// the failure rather than run it again (see deadLettered).
 			return &r, nil
 		}
-		rev, j.cl.tookOver = r.Revision, true
+		rev, j.cl.tookOver, j.prev = r.Revision, true, e.value
 		j.failures = uint64(r.Failures)
 		if r.Final {
 			j.failures = 0 // run again on purpose (a rewind, a retry): count anew
@@ -232,6 +237,20 @@ func (s *Store) readBack(ctx context.Context, j *job, rev uint64) (uint64, bool,
 // again at once (otherwise the lease would have to run out first).
 func (s *Store) release(ctx context.Context, j *job, rev uint64) {
 	_ = s.purge(ctx, j.kvKey, rev)
+}
+
+// giveBack undoes j's claim after its handler was stopped (see
+// ErrStopped): the failed record it took over is written back as it was
+// (its count of failures kept) when the message had failed before or this
+// is a Retry; otherwise the claim is purged, so the next delivery claims
+// it at once. Both are compare-and-sets on the claim's revision.
+func (s *Store) giveBack(ctx context.Context, j *job) {
+	if j.prev != nil && (j.failures > 0 || j.retry) {
+		if _, err := s.publish(ctx, j.kvKey, j.prev, j.cl.rev, s.doneTTL()); err == nil {
+			return
+		}
+	}
+	s.release(ctx, j, j.cl.rev)
 }
 
 // keepFailed writes a failed record over revision rev (our claim, or a

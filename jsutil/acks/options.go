@@ -51,6 +51,7 @@ type processConfig struct {
 	maxDeliver   int
 	maxFailures  int
 	maxCannotRun int
+	drain        time.Duration
 }
 
 type processOpt func(*processConfig)
@@ -281,7 +282,6 @@ type consumeConfig struct {
 	workers   int
 	max       int
 	idle      time.Duration
-	drain     time.Duration
 	prefetch  int
 	batch     int
 	batchWait time.Duration
@@ -315,10 +315,12 @@ func WithIdle(d time.Duration) ConsumeOption {
 }
 
 // WithDrainTimeout bounds how long handlers in flight may run on after
-// Consume's context is cancelled before their contexts are cancelled too
-// (default: the lease).
-func WithDrainTimeout(d time.Duration) ConsumeOption {
-	return consumeOpt(func(c *consumeConfig) { c.drain = d })
+// the context of Consume (or Retry) is cancelled, the run's own stop,
+// before their contexts are cancelled too, with ErrStopped as the cause
+// (default: the lease). A handler that then returns an error is Released,
+// not failed: see ErrStopped.
+func WithDrainTimeout(d time.Duration) ProcessOption {
+	return processOpt(func(c *processConfig) { c.drain = d })
 }
 
 // WithPrefetch bounds how many messages Consume fetches ahead of its free
@@ -359,6 +361,9 @@ type Summary struct {
 	// DeadLettered counts the dead letters published in this run (see
 	// WithDeadLetter), those a sweep published included.
 	DeadLettered int `json:"dead_lettered"`
+	// Released counts the handlers ended by the run's own stop (see
+	// ErrStopped): their messages run again on their next delivery.
+	Released int `json:"released"`
 }
 
 // Handled is the number of deliveries processed, skipped as duplicates or

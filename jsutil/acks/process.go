@@ -15,6 +15,17 @@ import (
 // marked done. It is a jsutil.ErrConflict.
 var ErrLeaseLost = errors.New("lease lost")
 
+// ErrStopped is the cause of a handler's context cancelled by the run's own
+// stop: the context of Consume or Retry was cancelled and the drain timeout
+// (WithDrainTimeout) passed, or the context of Process was cancelled. A
+// handler that returns an error after that is not failed but Released: its
+// claim is given back as it was before (the failed record it took over,
+// with its count of failures, or nothing), the message is nak'd so that its
+// next delivery runs it at once, and it counts toward neither
+// WithMaxFailures nor dead letters. A handler that returns nil is
+// processed as usual.
+var ErrStopped = errors.New("stopped by the run's own stop")
+
 // Action is what Process did with a message.
 type Action string
 
@@ -33,6 +44,9 @@ const (
 	// Busy: another live worker holds the claim; the message was nak'd with
 	// a delay without running the handler.
 	Busy Action = "busy"
+	// Released: the handler was ended by the run's own stop (see
+	// ErrStopped); the claim was given back and the message nak'd.
+	Released Action = "released"
 )
 
 // Delivery is what a handler gets besides the message.
@@ -161,8 +175,10 @@ func IsCannotRun(err error) bool {
 // (see the package documentation), then acks, naks or terminates the
 // message as the result says. Consume also keeps the consumer's floor;
 // callers of Process alone may call AdvanceFloor with their consumer's info.
-// The returned error is nil for processed, duplicate and busy messages, and
-// says why otherwise (it is also Result.Err).
+// A handler that fails after ctx was cancelled is Released (see
+// ErrStopped), not failed. The returned error is nil for processed,
+// duplicate and busy messages, and says why otherwise (it is also
+// Result.Err).
 func (s *Store) Process(ctx context.Context, msg jetstream.Msg, handler Handler, opts ...ProcessOption) (Result, error) {
 	var c processConfig
 	for _, o := range opts {
@@ -184,11 +200,14 @@ func (s *Store) Process(ctx context.Context, msg jetstream.Msg, handler Handler,
 		ls := s.newLeases(c.lease)
 		hctx, set := ls.hold(ctx, []*job{j})
 		herr := handler(hctx, j.d)
+		stopped := herr != nil && ctx.Err() != nil
 		lost := ls.release(set)
 		ls.close()
 		switch {
 		case lost:
 			s.leaseLost(j, &c)
+		case stopped:
+			s.released(ctx, j, &c, herr)
 		case herr != nil:
 			s.handlerFailed(ctx, j, &c, herr)
 		default:
@@ -359,6 +378,18 @@ func (s *Store) handlerFailed(ctx context.Context, j *job, c *processConfig, her
 	}
 	j.res.Retry = backoff(base, n)
 	_ = j.msg.NakWithDelay(j.res.Retry)
+}
+
+// released handles a handler ended by the run's own stop (see ErrStopped):
+// its claim is given back and the message nak'd without a delay.
+func (s *Store) released(ctx context.Context, j *job, c *processConfig, herr error) {
+	j.res.Action, j.res.Err = Released, fmt.Errorf("%w: %w", ErrStopped, herr)
+	if j.d.Idempotent && !j.noClaim {
+		actx, cancel := after(ctx, c)
+		defer cancel()
+		s.giveBack(actx, j)
+	}
+	_ = j.msg.Nak()
 }
 
 // terminate ends a message that failed for good.

@@ -95,8 +95,10 @@ func (noFloor) covered(context.Context, *job) (bool, string, error) { return fal
 // a claimed one Busy. A record whose dead letter is pending, or whose
 // message the stream no longer holds, is Failed without running.
 // Deliveries carry Retry; acks, naks and terminates do nothing. When ctx
-// is cancelled, a running handler finishes and no other one starts; the
-// results cover the messages handled.
+// is cancelled, no other handler starts; a running one may finish within
+// WithDrainTimeout (default: the lease), after which its context is
+// cancelled with ErrStopped and, if it fails, it is Released (its failed
+// record written back as it was). The results cover the messages handled.
 func (s *Store) Retry(ctx context.Context, stream string, recs []Record, handler Handler, opts ...ProcessOption) ([]Result, error) {
 	return s.retry(ctx, stream, recs, 1, func(ctx context.Context, ds []Delivery) ([]error, error) {
 		return nil, handler(ctx, ds[0])
@@ -127,9 +129,18 @@ func (s *Store) retry(ctx context.Context, stream string, recs []Record, size in
 	ls := s.newLeases(c.lease)
 	defer ls.close()
 	out := make([]Result, 0, len(recs))
-	// A running handler finishes when ctx is cancelled (so its claim is
-	// settled); the next one does not start.
-	work := context.WithoutCancel(ctx)
+	// When ctx is cancelled, a running handler may finish for the drain
+	// timeout (WithDrainTimeout, default the lease), then its context is
+	// cancelled with ErrStopped and, if it fails, it is released (its failed
+	// record written back as it was); the next one does not start.
+	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelWork(nil)
+	drain := c.drain
+	if drain == 0 {
+		drain = c.lease
+	}
+	stopDrain := stopAfter(ctx, drain, cancelWork)
+	defer stopDrain()
 	for start := 0; start < len(recs) && ctx.Err() == nil; start += size {
 		var batch, run []*job
 		for _, r := range recs[start:min(start+size, len(recs))] {
@@ -192,6 +203,7 @@ func (s *Store) runJobs(ctx context.Context, c *processConfig, ls *leases, run [
 	}
 	hctx, set := ls.hold(ctx, run)
 	results, err := h(hctx, ds)
+	stopped := stoppedBy(hctx)
 	ls.release(set)
 	if err == nil && results != nil && len(results) != len(ds) {
 		err = fmt.Errorf("batch handler returned %d results for %d messages", len(results), len(ds))
@@ -205,6 +217,8 @@ func (s *Store) runJobs(ctx context.Context, c *processConfig, ls *leases, run [
 		switch {
 		case j.res.LeaseLost:
 			s.leaseLost(j, c)
+		case stopped && herr != nil:
+			s.released(ctx, j, c, herr)
 		case herr != nil:
 			s.handlerFailed(ctx, j, c, herr)
 		default:

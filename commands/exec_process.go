@@ -1,0 +1,194 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// How a handler's process is run and stopped. The process (sh -c CMD) runs
+// in its own process group, so a terminal's Ctrl-C reaches only jsctl. Its
+// exit decides the outcome, not its children:
+//   - When it exits, jsctl waits at most handlerOutputGrace for its output
+//     to end (the pipes to close), then judges by its exit status (and, in
+//     a batch, the result lines read by then). A process it started that
+//     still holds its stdout or stderr then is reported (a warning naming
+//     the messages) and sent SIGTERM with the rest of the group; it never
+//     turns a success into a failure. A background process whose output is
+//     redirected (cmd >/dev/null 2>&1 &) is left alone.
+//   - When jsctl must stop it (a lost lease, the stop timeout after
+//     SIGINT/SIGTERM), its whole process group gets SIGTERM, and SIGKILL
+//     handlerKillGrace later if anything of it is still there.
+const (
+	handlerOutputGrace = time.Second
+	handlerKillGrace   = 5 * time.Second
+)
+
+// command builds `sh -c CMD` in its own process group.
+func (c execHandler) command(env ...string) *exec.Cmd {
+	cmd := exec.Command("sh", "-c", c.cmd)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// runProcess runs cmd with stdin as its input and its output copied to
+// stdout and stderr (stderr nil: both to stdout), as described above. It
+// returns the process's outcome as exec reports it, and whether a process
+// it started still held its output after it exited (lingered).
+func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr io.Writer) (lingered bool, err error) {
+	var parentEnds, childEnds []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			parentEnds, childEnds = append(parentEnds, r), append(childEnds, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return false, err
+	}
+	childEnds, parentEnds = append(childEnds, inR), append(parentEnds, inW)
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll(append(parentEnds, childEnds...))
+		return false, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
+	readers := []*os.File{outR}
+	dsts := []io.Writer{stdout}
+	if stderr != nil {
+		errR, errW, err := pipe()
+		if err != nil {
+			closeAll(append(parentEnds, childEnds...))
+			return false, err
+		}
+		cmd.Stderr = errW
+		readers, dsts = append(readers, errR), append(dsts, stderr)
+	}
+	err = cmd.Start()
+	closeAll(childEnds) // the child has its own copies
+	if err != nil {
+		closeAll(parentEnds)
+		return false, err
+	}
+	pgid := cmd.Process.Pid
+	go func() { // a command that does not read its input gets EPIPE: fine
+		_, _ = inW.Write(stdin)
+		_ = inW.Close()
+	}()
+	var copies sync.WaitGroup
+	for i, r := range readers {
+		copies.Add(1)
+		go func() {
+			defer copies.Done()
+			_, _ = io.Copy(dsts[i], r)
+		}()
+	}
+	outputDone := make(chan struct{})
+	go func() {
+		copies.Wait()
+		close(outputDone)
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	// Until it exits: stop its group when ctx ends.
+	done, stopped := ctx.Done(), false
+	var kill <-chan time.Time
+	for exited := false; !exited; {
+		select {
+		case err = <-waited:
+			exited = true
+		case <-done:
+			done, stopped = nil, true
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			kill = time.After(handlerKillGrace)
+		case <-kill:
+			kill = nil
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
+	// Then its output, for a short while (or, when it was stopped, for
+	// what is left of the kill grace).
+	grace := time.After(handlerOutputGrace)
+	if stopped && kill != nil {
+		grace = kill
+	}
+	select {
+	case <-outputDone:
+	case <-grace:
+		lingered = true
+		sig := syscall.SIGTERM
+		if stopped {
+			sig = syscall.SIGKILL
+		}
+		_ = syscall.Kill(-pgid, sig)
+		closeAll(readers) // its output from now on goes nowhere
+		<-outputDone
+	}
+	closeAll(readers)
+	_ = inW.Close() // unblocks a write to a process that holds its input unread
+	return lingered, err
+}
+
+// lingerNotes collects the messages whose command left a process holding
+// its output, for one warning at the end of the run.
+type lingerNotes struct {
+	mu   sync.Mutex
+	seqs []uint64
+}
+
+func (n *lingerNotes) add(seqs ...uint64) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.seqs = append(n.seqs, seqs...)
+}
+
+// warning is the one warning about them, "" when there were none.
+func (n *lingerNotes) warning() string {
+	if n == nil {
+		return ""
+	}
+	n.mu.Lock()
+	seqs := append([]uint64(nil), n.seqs...)
+	n.mu.Unlock()
+	if len(seqs) == 0 {
+		return ""
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	const show = 20
+	var b strings.Builder
+	for i, s := range seqs {
+		if i == show {
+			fmt.Fprintf(&b, " and %d more", len(seqs)-show)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, s)
+	}
+	what := "message"
+	if len(seqs) > 1 {
+		what = "messages"
+	}
+	return fmt.Sprintf("the command for %s %s exited but left a process holding its output %v later; that process was sent SIGTERM and the outcome judged by the command's exit status (redirect a background process's output, cmd >/dev/null 2>&1 &, to keep it running)",
+		what, b.String(), handlerOutputGrace)
+}
