@@ -390,7 +390,7 @@ func TestConcurrentRecover(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg, _ := json.Marshal(rich("billing"))
-		if err := p.record(testCtx(t), Record{Stream: "ORDERS", Consumer: "billing", Method: Recreate, ChangeID: id, Config: cfg, Recovered: true}); err != nil {
+		if err := p.record(testCtx(t), Record{Stream: "ORDERS", Consumer: "billing", Method: Recreate, ChangeID: id, Config: cfg, Recovered: true, To: To{Sequence: 3}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := ExecuteRecover(testCtx(t), js, r, Options{}); err != nil {
