@@ -20,12 +20,15 @@ import (
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/embedded"
 	"github.com/jsctl/jsctl/jsutil/reset"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// readmeCase says how a jsctl command line of README.md is checked. Every
-// command line in the README's code blocks (```sh lines starting with
+// readmeCase says how a jsctl command line of README.md and docs/ is
+// checked (the lines of other programs, nats and nats-server in the
+// README's quick start, are not run: neither is installed here). Every
+// command line in the pages' code blocks (```sh lines starting with
 // "jsctl ", and "$ jsctl ..." lines of output blocks) must have an entry,
 // keyed by the line as written (without its trailing "# comment" and "&"),
 // and every entry must still be in the README: a README change that adds
@@ -37,7 +40,7 @@ import (
 // order-1234, on orders.us and orders.eu in turn; payloads
 // {"id":"A-1185","total":1}), the durable pull consumers "billing",
 // "loader", "shipping" and "refunds", "eu" and "us" (filtered; "us" has
-// handled the first three orders.us messages), the paused consumer
+// handled the first three orders.us messages), "worker", the paused consumer
 // "audit", an unfinished recreate of the consumer "archive" (deleted, not
 // yet created again) and stream DEAD (dead.>, for dead letters); $DIR is
 // the store of
@@ -59,6 +62,14 @@ type readmeCase struct {
 
 var readmeCases = map[string]readmeCase{
 	"jsctl version": {},
+
+	// The README's five minutes with a server of one's own: the stream and
+	// the consumer "worker" are the fixture's.
+	"jsctl seek ORDERS -30s --around 2":                                    {},
+	"jsctl consumer reset ORDERS worker --by-duration 30s":                 {},
+	"jsctl consumer reset ORDERS worker --by-duration 30s --execute --yes": {},
+	"jsctl consumer history ORDERS worker":                                 {},
+	"jsctl consume ORDERS worker --exec 'cat; echo' --idle 2s":             {},
 
 	// The kept demo store ($DIR); their output blocks are compared by shape.
 	"jsctl --embedded $DIR stream timeline ORDERS --buckets 6":                       {},
@@ -207,17 +218,42 @@ type readmeCommand struct {
 	output []string
 }
 
-// readmeCommands extracts the command lines of README.md's code blocks.
-// The demo's own transcript (the block starting "jsctl demo:") is left out:
-// testdata/script/demo.txtar runs the demo and compares its output.
+// docPages are the pages whose command lines TestReadmeCommands runs, in
+// the order it runs them: the README, then docs/ in the order a reader of
+// the old single manual met them (later pages use state earlier ones made).
+// Every page under docs/ must be listed (TestDocPagesListed).
+var docPages = []string{
+	"README.md",
+	"docs/tour.md", "docs/seek.md", "docs/reset.md", "docs/pick.md", "docs/positions.md",
+	"docs/consume.md", "docs/performance.md", "docs/completion.md", "docs/connecting.md",
+	"docs/permissions.md", "docs/times.md", "docs/guarantees.md", "docs/server-versions.md",
+	"docs/exit-codes.md", "docs/development.md", "docs/failover.md",
+}
+
+// readmeCommands extracts the command lines of the code blocks of every
+// page in docPages that exists. The demo's own transcript (the block
+// starting "jsctl demo:") is left out: testdata/script/demo.txtar runs the
+// demo and compares its output.
 func readmeCommands(t *testing.T) []readmeCommand {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []readmeCommand
-	blocks := regexp.MustCompile("(?s)```(\\w*)\n(.*?)```").FindAllStringSubmatch(string(b), -1)
+	for _, page := range docPages {
+		b, err := os.ReadFile(filepath.Join("..", page))
+		if errors.Is(err, os.ErrNotExist) && page != "README.md" {
+			continue // a page still to be written; TestDocPagesListed checks the others
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pageCommands(string(b))...)
+	}
+	return out
+}
+
+// pageCommands extracts the command lines of one page's code blocks.
+func pageCommands(page string) []readmeCommand {
+	var out []readmeCommand
+	blocks := regexp.MustCompile("(?s)```(\\w*)\n(.*?)```").FindAllStringSubmatch(page, -1)
 	for _, blk := range blocks {
 		lines := strings.Split(strings.TrimRight(blk[2], "\n"), "\n")
 		if strings.HasPrefix(lines[0], "jsctl demo:") {
@@ -270,6 +306,7 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	cmds := readmeCommands(t)
 	f := newReadmeFixture(t)
+	spy := newSubjectSpy(t, f.srv)
 	var bg *exec.Cmd
 	stopBG := func() {
 		if bg != nil {
@@ -294,8 +331,10 @@ func TestReadmeCommands(t *testing.T) {
 			bg = f.background(line)
 			continue
 		}
+		spy.begin()
 		code, stdout, stderr := f.run(line)
 		stopBG()
+		spy.end(t, line)
 		if code != rc.exit {
 			t.Errorf("README command %q exited %d, want %d\nstdout:\n%s\nstderr:\n%s", line, code, rc.exit, stdout, stderr)
 			continue
@@ -304,6 +343,7 @@ func TestReadmeCommands(t *testing.T) {
 			checkShape(t, c.line, c.output, stdout)
 		}
 	}
+	spy.check(t)
 }
 
 // checkShape compares the README's output with the real output by shape:
@@ -343,6 +383,7 @@ type readmeFixture struct {
 	t   *testing.T
 	dir string
 	env []string
+	srv *server.Server // the server NATS_URL names
 }
 
 func newReadmeFixture(t *testing.T) *readmeFixture {
@@ -358,7 +399,7 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 	}
 	ctx := testserver.Context(t, 60*time.Second)
 	fillReadmeStream(t, ctx, js)
-	for _, name := range []string{"billing", "loader", "shipping", "refunds"} {
+	for _, name := range []string{"billing", "loader", "shipping", "refunds", "worker"} {
 		if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 			t.Fatal(err)
 		}
@@ -417,7 +458,7 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 			t.Fatal(err)
 		}
 	}
-	f := &readmeFixture{t: t, dir: dir, env: append(os.Environ(),
+	f := &readmeFixture{t: t, dir: dir, srv: s, env: append(os.Environ(),
 		"NATS_URL="+s.ClientURL(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "JSCTL_TZ=UTC", "NATS_CONTEXT=",
 		"JSCTL_EMBEDDED=", "TMPDIR="+dir+"/tmp", "URL=http://127.0.0.1:1/", "PATH="+stubs+string(os.PathListSeparator)+os.Getenv("PATH"),
 	)}

@@ -6,7 +6,7 @@
 // which run jsctl as a process (the test binary is jsctl when
 // JSCTL_MATRIX_JSCTL is set) and assert the outcome the table of
 // expectations (expect, in table_test.go) gives for that version: works,
-// works by a fallback, or refused with a clear error. README.md's
+// works by a fallback, or refused with a clear error. docs/server-versions.md's
 // "Server versions" table is rendered from the same table
 // (TestReadmeMatrixCurrent).
 //

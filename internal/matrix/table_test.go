@@ -16,8 +16,8 @@ import (
 // and the newest patch of each minor release since (there is no 2.13).
 var versionsTest = []string{"v2.10.27", "v2.11.17", "v2.12.15", "v2.14.10"}
 
-// update makes TestReadmeMatrixCurrent rewrite README.md's table.
-var update = flag.Bool("update", false, "rewrite README.md's server version table")
+// update makes TestReadmeMatrixCurrent rewrite docs/server-versions.md's table.
+var update = flag.Bool("update", false, "rewrite docs/server-versions.md's server version table")
 
 // pinnedMinor is the minor release of the pinned version.
 const pinnedMinor = "2.15"
@@ -164,7 +164,7 @@ func observedTable(versions []string, got map[string]map[string]outcome) string 
 	return b.String()
 }
 
-// TestReadmeMatrixCurrent checks that README.md's "Server versions" table
+// TestReadmeMatrixCurrent checks that docs/server-versions.md's "Server versions" table
 // is the one rendered from expectations (which TestServerVersions holds
 // every version to). With -update it rewrites the table.
 func TestReadmeMatrixCurrent(t *testing.T) {
@@ -173,7 +173,7 @@ func TestReadmeMatrixCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := readmeTable(append(append([]string{}, versionsTest...), pinned))
-	path := filepath.Join("..", "..", "README.md")
+	path := filepath.Join("..", "..", "docs", "server-versions.md")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestReadmeMatrixCurrent(t *testing.T) {
 	readme := string(b)
 	start := strings.Index(readme, "| scenario |")
 	if start < 0 {
-		t.Fatalf("README.md has no server version table (a line starting \"| scenario |\"); want:\n%s", want)
+		t.Fatalf("docs/server-versions.md has no server version table (a line starting \"| scenario |\"); want:\n%s", want)
 	}
 	end := start + strings.Index(readme[start:], "\n\n") + 1
 	if readme[start:end] == want {
@@ -193,5 +193,5 @@ func TestReadmeMatrixCurrent(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("README.md's server version table is not current (go test ./internal/matrix -run TestReadmeMatrixCurrent -update); have:\n%s\nwant:\n%s", readme[start:end], want)
+	t.Errorf("docs/server-versions.md's server version table is not current (go test ./internal/matrix -run TestReadmeMatrixCurrent -update); have:\n%s\nwant:\n%s", readme[start:end], want)
 }
