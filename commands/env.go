@@ -22,7 +22,7 @@ type Globals struct {
 	TLSKey   string        `name:"tlskey" env:"NATS_KEY" placeholder:"FILE" help:"TLS client key." group:"connection"`
 	TLSCA    string        `name:"tlsca" env:"NATS_CA" placeholder:"FILE" help:"TLS certificate authority." group:"connection"`
 	Timeout  time.Duration `name:"timeout" env:"NATS_TIMEOUT" default:"5s" help:"Time to wait for the server to connect and to answer each request." group:"connection"`
-	RetryFor time.Duration `name:"retry-for" env:"JSCTL_RETRY_FOR" default:"30s" placeholder:"D" help:"How long to keep asking a server that leaves a request unanswered (it restarts, a leader is elected) before giving up; stderr says when jsctl waits." group:"connection"`
+	RetryFor time.Duration `name:"retry-for" env:"JSCTL_RETRY_FOR" default:"30s" help:"How long to keep asking a server that leaves a request unanswered (it restarts, a leader is elected) before giving up; stderr says when jsctl waits." group:"connection"`
 	JSDomain string        `name:"js-domain" env:"NATS_JS_DOMAIN" placeholder:"DOMAIN" help:"JetStream domain (at most 255 bytes, without spaces, \".\", \"*\" or \">\")." group:"connection"`
 	Embedded string        `name:"embedded" env:"JSCTL_EMBEDDED" placeholder:"DIR" help:"Run against an in-process JetStream server over store directory DIR (relative to the working directory; created if missing)." group:"connection"`
 	Sync     string        `name:"sync" env:"JSCTL_SYNC" default:"always" placeholder:"always|DURATION" help:"fsync policy of a server jsctl runs (--embedded, serve, demo): always (every write is on disk before it is acknowledged) or a DURATION between background syncs." group:"connection"`

@@ -14,6 +14,7 @@ type CLI struct {
 	Serve      ServeCmd      `cmd:"" help:"Run an embedded JetStream server in the foreground."`
 	Completion CompletionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
 	Version    VersionCmd    `cmd:"" help:"Print the jsctl version and the Go version."`
+	Man        ManCmd        `cmd:"" help:"Print jsctl's manual page (roff), made from the command model."`
 	Complete   CompleteCmd   `cmd:"" name:"__complete" hidden:"" passthrough:"" help:"Print completions (used by the completion scripts)."`
 }
 
