@@ -38,7 +38,11 @@ func TestRandomized(t *testing.T) {
 			if len(msgs) < 50 {
 				t.Fatalf("too few messages left: %d", len(msgs))
 			}
-			targets := randomTargets(rng, msgs, 160)
+			n := 160
+			if raceEnabled {
+				n = 60
+			}
+			targets := randomTargets(rng, msgs, n)
 			filters := []string{"", "r.a", "r.c.>", "r.*", "none.x"}
 			base := apiGetterFor(t, js, "RAND")
 			strategies := []struct {

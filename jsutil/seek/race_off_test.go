@@ -1,0 +1,5 @@
+//go:build !race
+
+package seek
+
+const raceEnabled = false
