@@ -42,9 +42,16 @@ func (c *AcksLsCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.openScope(ctx, env, scope)
+	st, err := c.openList(ctx, env, scope)
 	if err != nil {
 		return err
+	}
+	if st == nil {
+		if p.JSON {
+			return p.PrintJSON(acksRecordsOf(nil))
+		}
+		p.Printf("%s", missingText("ack records", c.Bucket))
+		return nil
 	}
 	f.SkipCorrupt = func(err error) { reportCorrupt(env, err) }
 	recs, err := st.List(ctx, f)

@@ -39,9 +39,16 @@ func (c *AcksStatsCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.open(ctx, env)
+	st, err := c.openList(ctx, env, "")
 	if err != nil {
 		return err
+	}
+	if st == nil {
+		if p.JSON {
+			return p.PrintJSON([]acks.ScopeStats{})
+		}
+		p.Printf("%s", missingText("ack records", c.Bucket))
+		return nil
 	}
 	var scopes []string
 	if c.Scope != "" {

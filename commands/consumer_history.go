@@ -38,6 +38,10 @@ func (c *ConsumerHistoryCmd) Run(ctx context.Context, env *Env) error {
 	if p.JSON {
 		return p.PrintJSON(recs)
 	}
+	if len(recs) == 0 && bucketMissing(ctx, cl.JS, reset.HistoryBucket) {
+		p.Printf("%s", missingText("recorded resets of consumer "+c.Consumer+" on "+c.Stream, reset.HistoryBucket))
+		return nil
+	}
 	if len(recs) == 0 {
 		p.Printf("No recorded resets of consumer %s on %s.\n", c.Consumer, c.Stream)
 		return nil

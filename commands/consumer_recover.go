@@ -58,6 +58,10 @@ func (c *ConsumerRecoverCmd) Run(ctx context.Context, env *Env) error {
 	}
 	warnSkipped(env, r.SkippedRecords)
 	if len(r.Changes) == 0 {
+		if !p.JSON && bucketMissing(ctx, cl.JS, reset.IntentBucket) {
+			p.Printf("%s", missingText("unfinished changes on stream "+Escape(r.Stream), reset.IntentBucket))
+			return nil
+		}
 		return printRecovery(p, r, "")
 	}
 	apply, err := askApply(ctx, env, p, applyRequest{

@@ -64,6 +64,10 @@ func (c *ConsumerSnapshotLsCmd) Run(ctx context.Context, env *Env) error {
 		}
 		return p.PrintJSON(out)
 	}
+	if len(snaps) == 0 && bucketMissing(ctx, cl.JS, positions.Bucket) {
+		p.Printf("%s", missingText("snapshots", positions.Bucket))
+		return nil
+	}
 	if len(snaps) == 0 {
 		if c.Stream != "" {
 			p.Printf("No snapshots of stream %s.\n", c.Stream)

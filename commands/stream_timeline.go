@@ -19,7 +19,7 @@ type StreamTimelineCmd struct {
 	Stream   string `arg:"" predictor:"stream" help:"Stream to chart."`
 	Since    string `name:"since" placeholder:"TIME" predictor:"time" help:"Start of the chart (default: the first matching message's time)."`
 	Until    string `name:"until" placeholder:"TIME" predictor:"time" help:"End of the chart, included (default: the last matching message's time)."`
-	Buckets  int    `name:"buckets" placeholder:"N" default:"20" help:"Number of time buckets (default 20)."`
+	Buckets  int    `name:"buckets" placeholder:"N" default:"20" help:"Target number of time buckets: the chart has N or N+1 buckets on round times."`
 	Subject  string `name:"subject" placeholder:"FILTER" help:"Only count messages on subjects matching FILTER (wildcards allowed)."`
 	Strategy string `name:"strategy" enum:"auto,server,bisect" default:"auto" predictor:"enum" help:"How bucket boundaries are sought: auto, server or bisect, as in seek."`
 }
@@ -38,6 +38,15 @@ START --subject F says).
 The chart spans the first to the last matching message unless --since or
 --until say otherwise; the header says which window is shown and why. At a
 terminal a progress bar shows while many boundaries are sought.
+
+Buckets start on round times: the width is the smallest of 1s, 2s, 5s, 10s, 15s,
+30s, 1m, 2m, 5m, 10m, 15m, 30m, 1h, 2h, 3h, 6h, 12h, 1d or whole days that is at
+least the window divided by --buckets, and the first bucket starts at the window's
+start rounded down to a multiple of it (at midnight in --tz for a day or more). So
+--buckets is a target: the chart has N or N+1 buckets. The first bucket may start
+before the window and the last end after it; only messages inside the window are
+counted. When the buckets would be under a second (the window divided by --buckets),
+the window is divided exactly instead.
 
 Examples:
   jsctl stream timeline ORDERS
@@ -58,8 +67,11 @@ func (c *StreamTimelineCmd) Validate() error {
 
 // Run counts and draws.
 func (c *StreamTimelineCmd) Run(ctx context.Context, env *Env) error {
-	opts := seek.TimelineOptions{Buckets: c.Buckets, Subject: c.Subject, Strategy: seek.Strategy(c.Strategy)}
+	opts := seek.TimelineOptions{Buckets: c.Buckets, Subject: c.Subject, Strategy: seek.Strategy(c.Strategy), Round: true}
 	var err error
+	if opts.Location, err = env.Location(); err != nil {
+		return err
+	}
 	if c.Since != "" {
 		if opts.Since, err = env.ParseTime(c.Since); err != nil {
 			return err
@@ -104,6 +116,7 @@ type timelineJSON struct {
 	SinceFrom string               `json:"since_from"`
 	UntilFrom string               `json:"until_from"`
 	Total     uint64               `json:"total"`
+	WidthNS   int64                `json:"width_ns"`
 	Buckets   []timelineBucketJSON `json:"buckets"`
 	Method    string               `json:"method"`
 	Strategy  string               `json:"strategy"`
@@ -116,7 +129,7 @@ func timelineJSONOf(r *seek.TimelineResult) timelineJSON {
 	out := timelineJSON{
 		Stream: r.Stream, Subject: r.Subject, Since: JSONTime(r.Since), Until: JSONTime(r.Until),
 		SinceFrom: "first_message", UntilFrom: "last_message",
-		Total: r.Total, Buckets: []timelineBucketJSON{}, Method: r.Method, Strategy: string(r.Used),
+		Total: r.Total, WidthNS: int64(r.Width), Buckets: []timelineBucketJSON{}, Method: r.Method, Strategy: string(r.Used),
 		Requests: r.Requests, FirstSeq: r.FirstSeq, LastSeq: r.LastSeq,
 	}
 	if r.SinceGiven {
@@ -153,10 +166,10 @@ func printTimeline(p *Printer, r *seek.TimelineResult) error {
 		}
 		return nil
 	}
-	width := r.Buckets[0].End.Sub(r.Buckets[0].Start)
+	width := timelineWidthText(r.Width)
 	p.Printf("Stream %s, %s: %d messages from %s to %s\n", r.Stream, what, r.Total, p.Time(r.Since), p.Time(r.Until))
 	p.Printf("Window: %s\n", timelineWindow(r))
-	p.Printf("%d buckets of %s, counted by %s (%d requests)\n\n", len(r.Buckets), width.Round(time.Microsecond), r.Method, r.Requests)
+	p.Printf("%d buckets of %s, counted by %s (%d requests)\n\n", len(r.Buckets), width, r.Method, r.Requests)
 	var most uint64
 	for _, b := range r.Buckets {
 		most = max(most, b.Count)
@@ -166,6 +179,22 @@ func printTimeline(p *Printer, r *seek.TimelineResult) error {
 		rows = append(rows, []string{p.Time(b.Start), strconv.FormatUint(b.Sequence, 10), strconv.FormatUint(b.Count, 10), timelineBar(b.Count, most)})
 	}
 	return p.Table([]string{"START", "SEQ", "COUNT", ""}, rows)
+}
+
+// timelineWidthText is a bucket width without trailing zero units ("30m",
+// "1h", "2d"; an exact division to the microsecond).
+func timelineWidthText(d time.Duration) string {
+	if d >= 24*time.Hour {
+		return DurationText(d)
+	}
+	s := d.Round(time.Microsecond).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // timelineWindow says why the chart spans what it spans.

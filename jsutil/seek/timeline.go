@@ -47,6 +47,17 @@ type TimelineOptions struct {
 	Buckets  int       // zero: 20
 	Subject  string    // filter subject, may have wildcards; "" = all
 	Strategy Strategy  // how boundaries are sought (Auto by default)
+	// Round, when set, puts bucket boundaries on round times: the width is
+	// NiceWidth(span, Buckets) and the first boundary is aligned down to a
+	// multiple of it (at midnight in Location for widths of a day or more),
+	// so there are Buckets or Buckets+1 buckets, the first may start before
+	// Since and the last end after Until; counts still cover only [Since,
+	// Until]. A window whose buckets would be under a second (span/Buckets
+	// < 1s) is divided exactly, as it is without Round.
+	Round bool
+	// Location is the zone whose midnight aligns day-wide rounded buckets
+	// (default UTC).
+	Location *time.Location
 	// Progress, when set, is called after each boundary is sought and
 	// each count is made, with the number done and the number to do (the
 	// calls are serialised). Commands draw a progress bar with it.
@@ -54,7 +65,8 @@ type TimelineOptions struct {
 }
 
 // Bucket is one time slice of a timeline: messages with Start ≤ time < End
-// (the last bucket includes End).
+// (the last bucket includes End when not rounded), counted only within the
+// timeline's window (see TimelineOptions.Round).
 type Bucket struct {
 	Start, End time.Time
 	Count      uint64
@@ -72,9 +84,13 @@ type TimelineResult struct {
 	// options; otherwise they are the first and last matching messages'.
 	SinceGiven, UntilGiven bool
 	Buckets                []Bucket
-	Total                  uint64
-	Method                 string   // CountBySequence, CountByDirectGet or CountByConsumer
-	Used                   Strategy // how boundaries were sought
+	// Width is the buckets' width: the nice width when rounded (a day-wide
+	// bucket across a change of clocks is a calendar day), else the
+	// window divided by the number of buckets.
+	Width  time.Duration
+	Total  uint64
+	Method string   // CountBySequence, CountByDirectGet or CountByConsumer
+	Used   Strategy // how boundaries were sought
 	// Requests is the number of message-get and counting requests made.
 	Requests          int
 	FirstSeq, LastSeq uint64
@@ -140,14 +156,35 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 	}
 
 	// Boundaries: n+1 times, the last one just past Until so the last
-	// bucket includes it. ParseTime bounds times so the span fits.
+	// bucket includes it. ParseTime bounds times so the span fits. Rounded
+	// boundaries (shown) may lie outside the window: the ones sought and
+	// counted from are clamped to it.
 	n := opts.Buckets
 	span := res.Until.Sub(res.Since)
+	var shown []time.Time
+	res.Width = span / time.Duration(n)
+	if w := NiceWidth(span, n); opts.Round && w > 0 {
+		shown = roundedBounds(res.Since, res.Until, w, opts.Location)
+		n = len(shown) - 1
+		res.Width = w
+	}
 	bounds := make([]time.Time, n+1)
 	for i := range n {
 		bounds[i] = res.Since.Add(span/time.Duration(n)*time.Duration(i) + span%time.Duration(n)*time.Duration(i)/time.Duration(n))
 	}
 	bounds[n] = res.Until.Add(time.Nanosecond)
+	if shown != nil {
+		for i, b := range shown {
+			switch past := res.Until.Add(time.Nanosecond); {
+			case b.Before(res.Since):
+				bounds[i] = res.Since
+			case b.After(past):
+				bounds[i] = past
+			default:
+				bounds[i] = b
+			}
+		}
+	}
 
 	switch {
 	case opts.Subject == "" && s.state.NumDeleted == 0:
@@ -231,11 +268,14 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 		if a, b := counted[positions[i]], counted[positions[i+1]]; a > b {
 			c = a - b
 		}
-		end := bounds[i+1]
+		start, end := bounds[i], bounds[i+1]
 		if i == n-1 {
 			end = res.Until
 		}
-		res.Buckets = append(res.Buckets, Bucket{Start: bounds[i], End: end, Count: c, Sequence: positions[i]})
+		if shown != nil {
+			start, end = shown[i], shown[i+1]
+		}
+		res.Buckets = append(res.Buckets, Bucket{Start: start, End: end, Count: c, Sequence: positions[i]})
 		res.Total += c
 	}
 	return res, nil
