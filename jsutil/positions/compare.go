@@ -1,12 +1,9 @@
 package positions
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -213,60 +210,17 @@ func (r *streamReader) pendingFrom(ctx context.Context, filters []string, seq ui
 }
 
 // DiffConfig compares two raw consumer configurations field by field,
-// ignoring the metadata the server adds itself ("_nats." keys). Values are
-// compared as JSON, so key order and spacing do not matter.
+// ignoring the names and the metadata the server adds itself ("_nats."
+// keys). Values are compared as JSON, so key order and spacing do not
+// matter. It is reset.DiffConfig, seen from the snapshot's side.
 func DiffConfig(saved, now json.RawMessage) ([]ConfigChange, error) {
-	a, err := configFields(saved)
+	diff, err := reset.DiffConfig(now, saved)
 	if err != nil {
-		return nil, fmt.Errorf("saved configuration: %w", err)
-	}
-	b, err := configFields(now)
-	if err != nil {
-		return nil, fmt.Errorf("current configuration: %w", err)
-	}
-	var keys []string
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	out := []ConfigChange{}
-	for _, k := range keys {
-		if !bytes.Equal(a[k], b[k]) {
-			out = append(out, ConfigChange{Field: k, Saved: orNull(a[k]), Now: orNull(b[k])})
-		}
-	}
-	return out, nil
-}
-
-// configFields splits a configuration into its fields, each in a canonical
-// JSON form, without server-added metadata.
-func configFields(raw json.RawMessage) (map[string][]byte, error) {
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	if md, ok := m["metadata"].(map[string]any); ok {
-		for k := range md {
-			if strings.HasPrefix(k, "_nats.") {
-				delete(md, k)
-			}
-		}
-		if len(md) == 0 {
-			delete(m, "metadata")
-		}
-	}
-	out := make(map[string][]byte, len(m))
-	for k, v := range m {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = b
+	out := make([]ConfigChange, 0, len(diff))
+	for _, f := range diff {
+		out = append(out, ConfigChange{Field: f.Field, Saved: f.To, Now: f.From})
 	}
 	return out, nil
 }
