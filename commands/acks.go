@@ -156,11 +156,11 @@ func acksTable(p *Printer, recs []acks.Record) error {
 	for _, r := range recs {
 		lease := "-"
 		if !r.LeaseExpires.IsZero() {
-			lease = p.Time(r.LeaseExpires)
+			lease = p.TableTime(r.LeaseExpires)
 		}
 		rows = append(rows, []string{
 			acks.ScopeDisplay(r.Scope), PreviewCell([]byte(r.Key), 40), string(r.KeyFrom), strconv.FormatUint(r.Seq, 10),
-			stateText(r), p.Time(r.Time), strconv.FormatUint(r.Fence, 10), strconv.FormatUint(r.Deliveries, 10), r.Worker, lease,
+			stateText(r), p.TableTime(r.Time), strconv.FormatUint(r.Fence, 10), strconv.FormatUint(r.Deliveries, 10), r.Worker, lease,
 		})
 	}
 	return p.Table([]string{"SCOPE", "KEY", "KEY FROM", "SEQ", "STATE", "TIME", "FENCE", "DELIVERIES", "WORKER", "LEASE EXPIRES"}, rows)

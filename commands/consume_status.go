@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -31,8 +30,11 @@ type consumeStatus struct {
 	pending uint64
 	lag     uint64
 	text    string
-	stop    chan struct{}
-	done    chan struct{}
+	// width is the terminal's width in columns (terminalWidth), asked at
+	// each redraw so that a resized window is followed.
+	width func() int
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // newConsumeStatus starts the status line, or returns one that draws
@@ -42,6 +44,8 @@ func newConsumeStatus(env *Env, enabled bool) *consumeStatus {
 	if !enabled || !env.StderrIsTerminal || env.Globals.JSON {
 		return s
 	}
+	stderr := env.Stderr
+	s.width = func() int { return terminalWidth(stderr) }
 	s.bar = progressbar.NewOptions(-1,
 		progressbar.OptionSetWriter(env.Stderr),
 		progressbar.OptionSpinnerType(14),
@@ -110,9 +114,15 @@ func (s *consumeStatus) line() string {
 	defer s.mu.Unlock()
 	elapsed := time.Since(s.start)
 	done := s.sum.Processed + s.sum.Duplicates
-	rate := float64(done) / max(elapsed.Seconds(), 0.001)
-	return fmt.Sprintf("processed %d, duplicates %d, failed %d, busy %d · %.1f msg/s · %s · pending %d, lag %d",
-		s.sum.Processed, s.sum.Duplicates, len(s.failing), s.sum.Busy, rate, elapsed.Round(time.Second), s.pending, s.lag)
+	width := statusWidthDefault
+	if s.width != nil {
+		width = s.width()
+	}
+	return statusLine(statusFields{
+		Processed: s.sum.Processed, Duplicates: s.sum.Duplicates, Failed: len(s.failing), Busy: s.sum.Busy,
+		Rate: float64(done) / max(elapsed.Seconds(), 0.001), Elapsed: elapsed,
+		Pending: s.pending, Lag: s.lag,
+	}, width)
 }
 
 func (s *consumeStatus) redraw() {

@@ -232,7 +232,7 @@ func (r *planRun) print(p *Printer, note string) error {
 			if c.AckRecordsForgotten > 0 {
 				acks += fmt.Sprintf(" (%d forgotten)", c.AckRecordsForgotten)
 			}
-			row := []string{c.Consumer, string(c.Method), u64(c.From.Delivered), u64(c.From.AckFloor), u64(c.To.Sequence), optTime(p, c.To.Time),
+			row := []string{c.Consumer, string(c.Method), u64(c.From.Delivered), u64(c.From.AckFloor), u64(c.To.Sequence), optTableTime(p, c.To.Time),
 				u64(c.Redeliver), u64(c.Skip), acks, r.status(pl, c)}
 			if multi {
 				row = append([]string{pl.Stream}, row...)

@@ -53,7 +53,7 @@ func (c *ConsumerHistoryCmd) Run(ctx context.Context, env *Env) error {
 			undo = "undo of " + u64(r.UndoOf)
 		}
 		rows = append(rows, []string{
-			u64(r.Revision), p.Time(r.Time), string(r.Method), r.Target.String(),
+			u64(r.Revision), p.TableTime(r.Time), string(r.Method), r.Target.String(),
 			fmt.Sprintf("%d/%d", r.From.Delivered, r.From.AckFloor), u64(r.To.Sequence),
 			yesNo(r.Verified), undo, r.User + "@" + r.Host,
 		})

@@ -84,7 +84,7 @@ func (c *ConsumerLsCmd) Run(ctx context.Context, env *Env) error {
 	var rows [][]string
 	for _, s := range list {
 		row := []string{
-			s.Consumer, consumerKind(s), u64(s.Delivered), u64(s.AckFloor), optTime(p, s.AckFloorTime),
+			s.Consumer, consumerKind(s), u64(s.Delivered), u64(s.AckFloor), optTableTime(p, s.AckFloorTime),
 			u64(s.Pending), strconv.Itoa(s.AckPending), strconv.Itoa(s.Waiting),
 			u64(s.LagMessages), lagText(s.LagNS), yesNo(s.Paused),
 		}

@@ -101,7 +101,7 @@ func printRecovery(p *Printer, r *reset.Recovery, note string) error {
 	var rows [][]string
 	for _, rc := range r.Changes {
 		rows = append(rows, []string{
-			rc.Consumer, rc.ChangeID, string(rc.Method), p.Time(rc.Started), rc.User + "@" + rc.Host,
+			rc.Consumer, rc.ChangeID, string(rc.Method), p.TableTime(rc.Started), rc.User + "@" + rc.Host,
 			rc.State, rc.Action, u64(rc.To.Sequence), recoverStatus(r, rc),
 		})
 	}

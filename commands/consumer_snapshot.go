@@ -42,7 +42,7 @@ func snapshotConsumerRows(p *Printer, snap *positions.Snapshot) ([]string, [][]s
 			if r := c.AckRecords; r != nil {
 				recs = fmt.Sprintf("%d (floor %d)", r.Records, r.Floor)
 			}
-			row := []string{c.Name, u64(c.Delivered.StreamSeq), u64(c.AckFloor.StreamSeq), optTime(p, c.AckFloor.Time),
+			row := []string{c.Name, u64(c.Delivered.StreamSeq), u64(c.AckFloor.StreamSeq), optTableTime(p, c.AckFloor.Time),
 				u64(c.Pending), strconv.Itoa(c.AckPending), recs, u64(c.NextSequence())}
 			if multi {
 				row = append([]string{st.Name}, row...)

@@ -28,6 +28,7 @@ type Globals struct {
 	Sync     string        `name:"sync" env:"JSCTL_SYNC" default:"always" placeholder:"always|DURATION" help:"fsync policy of a server jsctl runs (--embedded, serve, demo): always (every write is on disk before it is acknowledged) or a DURATION between background syncs." group:"connection"`
 	JSON     bool          `short:"j" name:"json" help:"Print JSON for scripts." group:"output"`
 	TZ       string        `name:"tz" env:"JSCTL_TZ" placeholder:"ZONE" help:"Time zone for reading and printing times (IANA name, UTC or Local; default local)." group:"output"`
+	Wide     bool          `name:"wide" help:"Print full-precision times in tables (default: 14:31:38.604 today, the date added otherwise)." group:"output"`
 }
 
 // Env is what a command's Run receives: the global flags, the standard
@@ -140,7 +141,7 @@ func (e *Env) Printer() (*Printer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Printer{W: e.Stdout, JSON: e.Globals.JSON, Loc: loc}, nil
+	return &Printer{W: e.Stdout, JSON: e.Globals.JSON, Loc: loc, Wide: e.Globals.Wide, Now: e.Now}, nil
 }
 
 // Session returns the connection and the printer, which most commands need

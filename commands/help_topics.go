@@ -18,6 +18,8 @@ func helpTopics() map[string]string {
 
 Dates and clock times without an offset are read in --tz (default: the local zone;
 JSCTL_TZ sets it too). Times are printed in --tz as well; --json prints RFC 3339 UTC.
+Tables print short times (14:31:38.604 today, the date added otherwise); --wide prints
+full precision (nanoseconds and zone), as views of one object (seek, consumer info) do.
 Sub-second input is honoured. A time that cannot be read is exit code 2 naming these forms.
 Full page: docs/times.md.`,
 

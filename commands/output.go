@@ -20,6 +20,11 @@ type Printer struct {
 	W    io.Writer
 	JSON bool
 	Loc  *time.Location
+	// Wide keeps full precision in table cells (--wide).
+	Wide bool
+	// Now is the clock deciding which day is today for TableTime (time.Now
+	// when nil).
+	Now func() time.Time
 }
 
 // PrintJSON writes v as indented JSON followed by a newline.

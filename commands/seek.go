@@ -187,7 +187,7 @@ func printSeek(p *Printer, r *seek.Result, around int) error {
 			mark = ">"
 		}
 		rows = append(rows, []string{
-			mark, strconv.FormatUint(n.Sequence, 10), p.Time(n.Time), shortOffset(n.Time, r.Target),
+			mark, strconv.FormatUint(n.Sequence, 10), p.TableTime(n.Time), shortOffset(n.Time, r.Target),
 			n.Subject, strconv.Itoa(n.Size), PreviewCell(n.Data, seekPreviewBytes),
 		})
 	}
