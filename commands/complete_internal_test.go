@@ -105,12 +105,12 @@ func TestCompleteModelNoServer(t *testing.T) {
 		{"consumer reset S --no-c", []string{"--no-color"}, directiveValues},
 		{"consumer reset S --execute --e", []string{"--embedded"}, directiveValues},
 		{"seek S -1h ", []string{"--context", "--creds", "--embedded", "--help", "--js-domain", "--json", "--mode", "--nkey",
-			"--password", "--retry-for", "--server", "--subject", "--sync", "--timeout", "--tlsca", "--tlscert", "--tlskey", "--token", "--tz", "--user"}, directiveValues},
+			"--password", "--retry-for", "--server", "--subject", "--sync", "--timeout", "--tlsca", "--tlscert", "--tlskey", "--token", "--tz", "--user", "--wide"}, directiveValues},
 		{"--embedded ", nil, directiveDirs},
 		{"--tz ", []string{"UTC", "Local"}, directiveValues},
 		{"-- --", nil, directiveValues},
 		{"seek S now ", []string{"--context", "--creds", "--embedded", "--help", "--js-domain", "--json", "--mode", "--nkey",
-			"--password", "--retry-for", "--server", "--subject", "--sync", "--timeout", "--tlsca", "--tlscert", "--tlskey", "--token", "--tz", "--user"}, directiveValues},
+			"--password", "--retry-for", "--server", "--subject", "--sync", "--timeout", "--tlsca", "--tlscert", "--tlskey", "--token", "--tz", "--user", "--wide"}, directiveValues},
 		{"h", nil, directiveValues},
 	}
 	for _, tt := range tests {

@@ -78,7 +78,7 @@ func (c *ConsumerSnapshotLsCmd) Run(ctx context.Context, env *Env) error {
 	}
 	rows := make([][]string, 0, len(snaps))
 	for _, s := range snaps {
-		rows = append(rows, []string{s.Name, p.Time(s.Created), strings.Join(s.StreamNames(), ","), strconv.Itoa(s.Consumers()),
+		rows = append(rows, []string{s.Name, p.TableTime(s.Created), strings.Join(s.StreamNames(), ","), strconv.Itoa(s.Consumers()),
 			s.User + "@" + s.Host, PreviewCell([]byte(s.Description), 60)})
 	}
 	return p.Table([]string{"NAME", "CREATED", "STREAMS", "CONSUMERS", "BY", "DESCRIPTION"}, rows)

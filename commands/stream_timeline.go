@@ -176,7 +176,7 @@ func printTimeline(p *Printer, r *seek.TimelineResult) error {
 	}
 	rows := make([][]string, 0, len(r.Buckets))
 	for _, b := range r.Buckets {
-		rows = append(rows, []string{p.Time(b.Start), strconv.FormatUint(b.Sequence, 10), strconv.FormatUint(b.Count, 10), timelineBar(b.Count, most)})
+		rows = append(rows, []string{p.TableTime(b.Start), strconv.FormatUint(b.Sequence, 10), strconv.FormatUint(b.Count, 10), timelineBar(b.Count, most)})
 	}
 	return p.Table([]string{"START", "SEQ", "COUNT", ""}, rows)
 }
