@@ -114,14 +114,21 @@ func askApply(ctx context.Context, env *Env, p *Printer, r applyRequest) (bool, 
 	default:
 		q = fmt.Sprintf("Apply these %s?", plural(r.Changes, "change", "changes"))
 	}
-	fmt.Fprint(env.Stderr, q+" [y/N] ")
+	return confirm(ctx, env, q, r.Action)
+}
+
+// confirm asks question with [y/N] on stderr and reads the answer: only "y"
+// or "yes" (any case) is a yes; anything else, end of input or ctx ending
+// (Ctrl-C, at once) is an ErrCancelled error naming action.
+func confirm(ctx context.Context, env *Env, question, action string) (bool, error) {
+	fmt.Fprint(env.Stderr, question+" [y/N] ")
 	answer, err := readLine(ctx, env.Stdin)
 	if err != nil {
 		fmt.Fprintln(env.Stderr)
-		return false, jsutil.Errorf(jsutil.ErrCancelled, "%s: interrupted at the prompt; nothing changed", r.Action)
+		return false, jsutil.Errorf(jsutil.ErrCancelled, "%s: interrupted at the prompt; nothing changed", action)
 	}
 	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-		return false, jsutil.Errorf(jsutil.ErrCancelled, "%s: not confirmed; nothing changed", r.Action)
+		return false, jsutil.Errorf(jsutil.ErrCancelled, "%s: not confirmed; nothing changed", action)
 	}
 	return true, nil
 }
@@ -174,14 +181,5 @@ func askOne(ctx context.Context, env *Env, p *Printer, f oneChangeFlags, what, a
 	case f.Yes || p.JSON || !env.IsTerminal:
 		return true, nil
 	}
-	fmt.Fprintf(env.Stderr, "%s%s? [y/N] ", strings.ToUpper(what[:1]), what[1:])
-	answer, err := readLine(ctx, env.Stdin)
-	if err != nil {
-		fmt.Fprintln(env.Stderr)
-		return false, jsutil.Errorf(jsutil.ErrCancelled, "%s: interrupted at the prompt; nothing changed", action)
-	}
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-		return false, jsutil.Errorf(jsutil.ErrCancelled, "%s: not confirmed; nothing changed", action)
-	}
-	return true, nil
+	return confirm(ctx, env, strings.ToUpper(what[:1])+what[1:]+"?", action)
 }
