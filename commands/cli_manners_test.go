@@ -89,8 +89,8 @@ func TestStdoutWriteErrors(t *testing.T) {
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = full, &stderr
 		code := procExitCode(t, cmd.Run())
-		if code != commands.ExitFailure || !strings.Contains(stderr.String(), "write standard output") || !strings.Contains(stderr.String(), "no space left on device") {
-			t.Errorf("jsctl %v > /dev/full: exit %d, stderr %q; want exit 1 naming the write error", args, code, stderr.String())
+		if code != commands.ExitFailure || strings.Count(stderr.String(), "jsctl: error: ") != 1 || !strings.Contains(stderr.String(), "write standard output") || !strings.Contains(stderr.String(), "no space left on device") {
+			t.Errorf("jsctl %v > /dev/full: exit %d, stderr %q; want exit 1 naming the write error once", args, code, stderr.String())
 		}
 	}
 

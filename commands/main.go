@@ -54,15 +54,14 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer catchPanic(&code, stderr, &cli.Globals)
 	args, topic := helpArgs(args)
 	if topic != "" {
-		if err := printTopic(stdout, topic); err != nil {
-			fmt.Fprintf(stderr, "jsctl: error: write standard output: %v\n", err)
-			return ExitFailure
+		if printTopic(stdout, topic) != nil {
+			return writeFailed(stderr, out.err)
 		}
 		return ExitOK
 	}
 	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
 	if err != nil && out.err != nil { // help that could not be written
-		return ExitFailure // outputCode says why
+		return writeFailed(stderr, out.err)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
@@ -110,11 +109,21 @@ func outputCode(code int, werr error, stderr io.Writer) int {
 			return ExitOK // the failure was the closed pipe itself
 		}
 		return code
-	case code == ExitOK || code == ExitFailure:
-		fmt.Fprintf(stderr, "jsctl: error: %v\n", werr)
-		return ExitFailure
+	case code == ExitOK:
+		return writeFailed(stderr, werr)
 	}
 	return code
+}
+
+// writeFailed reports output that could not be written (once: a command
+// whose own error it is has printed it already) and is exit 1, or 0 on a
+// pipe its reader closed (outputCode).
+func writeFailed(stderr io.Writer, werr error) int {
+	if errors.Is(werr, syscall.EPIPE) {
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "jsctl: error: %v\n", werr)
+	return ExitFailure
 }
 
 // catchPanic, deferred by Run, turns kong's exit after --help into its
