@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -17,6 +18,12 @@ func Take(cons jetstream.Consumer, n int, wait time.Duration, each func(jetstrea
 	took := 0
 	for took < n {
 		b, err := cons.FetchNoWait(n - took)
+		if errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline) {
+			// A consumer just made, or just given a new leader, may
+			// not take pull requests yet (status 503): ask again.
+			time.Sleep(10 * time.Millisecond) // poll interval of a bounded wait
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -28,7 +35,12 @@ func Take(cons jetstream.Consumer, n int, wait time.Duration, each func(jetstrea
 			}
 		}
 		took += got
-		if err := b.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		err = b.Error()
+		if errors.Is(err, nats.ErrNoResponders) && got == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond) // as above: not taking pulls yet
+			continue
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return err
 		}
 		if got == 0 {

@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -89,7 +90,14 @@ func fetchNoAck(t testing.TB, js jetstream.JetStream, stream, name string, n int
 // now (waiting at most 5s for the first: testserver.Take).
 func fetchSeqs(t testing.TB, js jetstream.JetStream, stream, name string, n int, ack bool) []uint64 {
 	t.Helper()
-	cons, err := js.Consumer(testCtx(t), stream, name)
+	var cons jetstream.Consumer
+	var err error
+	testserver.WaitFor(t, 30*time.Second, "consumer "+name+" to answer", func() bool {
+		cons, err = js.Consumer(testCtx(t), stream, name)
+		// Right after a create or a leader change a replicated consumer
+		// may not answer yet (no responders): ask again.
+		return !errors.Is(err, nats.ErrNoResponders)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
