@@ -472,7 +472,7 @@ func TestPickLeaveAndManners(t *testing.T) {
 	if code := p.wait(30 * time.Second); code != commands.ExitCancelled {
 		t.Fatalf("Ctrl-C: exit %d", code)
 	}
-	if !cooked(t, p.tty) || !strings.Contains(p.rawOutput(), "\x1b[?1049l") {
+	if !cooked(t, p.tty) || !p.leftAltScreen() {
 		t.Fatalf("the terminal is not restored after Ctrl-C (cooked %v); raw:\n%q", cooked(t, p.tty), p.rawOutput())
 	}
 
@@ -486,7 +486,7 @@ func TestPickLeaveAndManners(t *testing.T) {
 	if code := p.wait(30 * time.Second); code != commands.ExitCancelled {
 		t.Fatalf("SIGHUP: exit %d, want %d", code, commands.ExitCancelled)
 	}
-	if !cooked(t, p.tty) || !strings.Contains(p.rawOutput(), "\x1b[?1049l") {
+	if !cooked(t, p.tty) || !p.leftAltScreen() {
 		t.Fatalf("the terminal is not restored after SIGHUP; raw:\n%q", p.rawOutput())
 	}
 	if after := f.consumerInfo("audit"); after.Delivered != before.Delivered {
@@ -562,4 +562,18 @@ func TestPickLeaveAndManners(t *testing.T) {
 		doc.Changes[0].Messages[2].Seq != 12 || doc.Changes[0].Messages[0].Time == "" {
 		t.Fatalf("--show-messages 3 --json (%v):\n%s", err, out)
 	}
+}
+
+// leftAltScreen waits (bounded) until the terminal has received the
+// sequence that leaves the alternate screen: the process may have exited
+// before the reader took its last bytes from the pty.
+func (p *vtProc) leftAltScreen() bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(p.rawOutput(), "\x1b[?1049l") {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval of a bounded wait
+	}
+	return true
 }
