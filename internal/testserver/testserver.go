@@ -84,6 +84,11 @@ type Cluster struct {
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
+	// The first TempDir registers the directories' removal: it must come
+	// before the shutdown's cleanup, so that it runs after it (cleanups run
+	// last-registered first). The other way round, the removal races the
+	// nodes still writing their stores.
+	_ = t.TempDir()
 	t.Cleanup(c.Shutdown)
 	// Route ports must be known before the nodes start, since every node
 	// lists every other as a route (a lone clustered node does not start
