@@ -243,6 +243,9 @@ type batchResults struct {
 	// batch: it fails every message without a valid result.
 	whole  *resultProtocolError
 	report io.Writer // where protocol errors and ignored lines are reported
+	// cut fails every message without a result line when the command's
+	// output was cut off while still arriving (see runProcess).
+	cut error
 }
 
 // seqResult is what the result lines said about one message.
@@ -253,6 +256,10 @@ type seqResult struct {
 	perr  *resultProtocolError // the first protocol error naming it
 	count int
 }
+
+// cutOff records that the command's output was cut off: a message with no
+// result line fails with err.
+func (r *batchResults) cutOff(err error) { r.cut = err }
 
 func newBatchResults(ds []acks.Delivery, report io.Writer) *batchResults {
 	r := &batchResults{inBatch: make(map[uint64]bool, len(ds)), got: map[uint64]*seqResult{}, report: report}
@@ -319,7 +326,7 @@ func (r *batchResults) protocolError(line int, seq uint64, reason string, b []by
 // errors is the outcome of each message of ds (nil: done), or nil when
 // the command printed no result line at all (its exit status decides).
 func (r *batchResults) errors(ds []acks.Delivery) []error {
-	if r.lines == 0 {
+	if r.lines == 0 && r.cut == nil {
 		return nil
 	}
 	errs := make([]error, len(ds))
@@ -337,6 +344,8 @@ func (r *batchResults) errors(ds []acks.Delivery) []error {
 			errs[i] = fmt.Errorf("command reported: %s", cutText(msg, maxResultError))
 		case r.whole != nil:
 			errs[i] = r.whole
+		case r.cut != nil:
+			errs[i] = r.cut
 		default:
 			errs[i] = fmt.Errorf("the command printed no result line for message %d", d.Seq)
 		}

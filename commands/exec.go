@@ -55,7 +55,7 @@ func (c execHandler) runExec(ctx context.Context, d acks.Delivery, out io.Writer
 	if d.Retry {
 		env = append(env, "JSCTL_RETRY=1")
 	}
-	lingered, err := runProcess(ctx, c.command(env...), d.Msg.Data(), out, nil)
+	lingered, _, err := runProcess(ctx, c.command(env...), d.Msg.Data(), out, nil)
 	if lingered {
 		c.lingered.add(d.Seq)
 	}
@@ -125,7 +125,7 @@ func (c execHandler) runBatch(ctx context.Context, ds []acks.Delivery, out io.Wr
 		defer close(read)
 		readBatchOutput(pr, out, results) // see batch_result.go
 	}()
-	lingered, err := runProcess(ctx, cmd, in.Bytes(), pw, out)
+	lingered, cut, err := runProcess(ctx, cmd, in.Bytes(), pw, out)
 	pw.Close()
 	<-read
 	if lingered {
@@ -135,6 +135,11 @@ func (c execHandler) runBatch(ctx context.Context, ds []acks.Delivery, out io.Wr
 	}
 	if err != nil {
 		return nil, exitErr(err)
+	}
+	if cut {
+		// Its result lines may be among what was cut: its exit status
+		// alone cannot say every message succeeded.
+		results.cutOff(fmt.Errorf("the command's output was still arriving %v after it exited and was cut off before a result line for this message", handlerOutputLimit))
 	}
 	return results.errors(ds), nil
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -16,10 +17,13 @@ import (
 // How a handler's process is run and stopped. The process (sh -c CMD) runs
 // in its own process group, so a terminal's Ctrl-C reaches only jsctl. Its
 // exit decides the outcome, not its children:
-//   - When it exits, jsctl waits at most handlerOutputGrace for its output
-//     to end (the pipes to close), then judges by its exit status (and, in
-//     a batch, the result lines read by then). A process it started that
-//     still holds its stdout or stderr then is reported (a warning naming
+//   - When it exits, jsctl waits for its output to end (the pipes to
+//     close) while output still arrives: until handlerOutputGrace passes
+//     with no output, handlerOutputLimit at most. Only then does it judge
+//     by its exit status (and, in a batch, the result lines read by then),
+//     so output the process wrote before it exited is never cut short by a
+//     slow reader. A process it started that still holds its stdout or
+//     stderr then is reported (a warning naming
 //     the messages) and sent SIGTERM with the rest of the group; it never
 //     turns a success into a failure. A background process whose output is
 //     redirected (cmd >/dev/null 2>&1 &) is left alone.
@@ -28,6 +32,7 @@ import (
 //     handlerKillGrace later if anything of it is still there.
 const (
 	handlerOutputGrace = time.Second
+	handlerOutputLimit = 10 * time.Second
 	handlerKillGrace   = 5 * time.Second
 )
 
@@ -41,9 +46,10 @@ func (c execHandler) command(env ...string) *exec.Cmd {
 
 // runProcess runs cmd with stdin as its input and its output copied to
 // stdout and stderr (stderr nil: both to stdout), as described above. It
-// returns the process's outcome as exec reports it, and whether a process
-// it started still held its output after it exited (lingered).
-func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr io.Writer) (lingered bool, err error) {
+// returns the process's outcome as exec reports it, whether a process it
+// started still held its output after it exited (lingered), and whether
+// that output was still arriving when it was cut off (cut: the limit).
+func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr io.Writer) (lingered, cut bool, err error) {
 	var parentEnds, childEnds []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
@@ -59,13 +65,13 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	childEnds, parentEnds = append(childEnds, inR), append(parentEnds, inW)
 	outR, outW, err := pipe()
 	if err != nil {
 		closeAll(append(parentEnds, childEnds...))
-		return false, err
+		return false, false, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
 	readers := []*os.File{outR}
@@ -74,7 +80,7 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 		errR, errW, err := pipe()
 		if err != nil {
 			closeAll(append(parentEnds, childEnds...))
-			return false, err
+			return false, false, err
 		}
 		cmd.Stderr = errW
 		readers, dsts = append(readers, errR), append(dsts, stderr)
@@ -83,7 +89,7 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 	closeAll(childEnds) // the child has its own copies
 	if err != nil {
 		closeAll(parentEnds)
-		return false, err
+		return false, false, err
 	}
 	pgid := cmd.Process.Pid
 	go func() { // a command that does not read its input gets EPIPE: fine
@@ -91,11 +97,12 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 		_ = inW.Close()
 	}()
 	var copies sync.WaitGroup
+	var copied atomic.Int64 // bytes of output read so far
 	for i, r := range readers {
 		copies.Add(1)
 		go func() {
 			defer copies.Done()
-			_, _ = io.Copy(dsts[i], r)
+			_, _ = io.Copy(countingWriter{dsts[i], &copied}, r)
 		}()
 	}
 	outputDone := make(chan struct{})
@@ -122,15 +129,22 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}
-	// Then its output, for a short while (or, when it was stopped, for
-	// what is left of the kill grace).
-	grace := time.After(handlerOutputGrace)
+	// Then its output, while it still arrives (or, when it was stopped,
+	// for what is left of the kill grace).
+	var ended bool
 	if stopped && kill != nil {
-		grace = kill
+		select {
+		case <-outputDone:
+			ended = true
+		case <-kill:
+		}
+	} else {
+		quiet, limit := time.NewTicker(handlerOutputGrace), time.NewTimer(handlerOutputLimit)
+		ended, cut = outputEnds(outputDone, copied.Load, copied.Load(), quiet.C, limit.C)
+		quiet.Stop()
+		limit.Stop()
 	}
-	select {
-	case <-outputDone:
-	case <-grace:
+	if !ended {
 		lingered = true
 		sig := syscall.SIGTERM
 		if stopped {
@@ -142,7 +156,40 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 	}
 	closeAll(readers)
 	_ = inW.Close() // unblocks a write to a process that holds its input unread
-	return lingered, err
+	return lingered, cut, err
+}
+
+// outputEnds waits for a process's output to end after it exited, while
+// output still arrives: it reports ended false when a quiet tick finds no
+// output read since the one before (or, for the first, since copied was
+// last), and also cut when limit fires first.
+func outputEnds(done <-chan struct{}, copied func() int64, last int64, quiet, limit <-chan time.Time) (ended, cut bool) {
+	for {
+		select {
+		case <-done:
+			return true, false
+		case <-limit:
+			return false, true
+		case <-quiet:
+			n := copied()
+			if n == last {
+				return false, false
+			}
+			last = n
+		}
+	}
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // lingerNotes collects the messages whose command left a process holding
@@ -189,6 +236,6 @@ func (n *lingerNotes) warning() string {
 	if len(seqs) > 1 {
 		what = "messages"
 	}
-	return fmt.Sprintf("the command for %s %s exited but left a process holding its output %v later; that process was sent SIGTERM and the outcome judged by the command's exit status (redirect a background process's output, cmd >/dev/null 2>&1 &, to keep it running)",
-		what, b.String(), handlerOutputGrace)
+	return fmt.Sprintf("the command for %s %s exited but left a process holding its output (%v without output, or %v at most); that process was sent SIGTERM and the outcome judged by the command's exit status (redirect a background process's output, cmd >/dev/null 2>&1 &, to keep it running)",
+		what, b.String(), handlerOutputGrace, handlerOutputLimit)
 }
