@@ -69,6 +69,18 @@ func publish(t testing.TB, js jetstream.JetStream, stream string, n int, subject
 	}
 }
 
+// publishLocal publishes n messages to a stream that also sources others
+// (its sequences are not known in advance).
+func publishLocal(t testing.TB, js jetstream.JetStream, stream string, n int, subject string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		ack, err := testserver.Publish(testCtx(t), js, &nats.Msg{Subject: subject, Data: []byte(stream)})
+		if err != nil || ack.Stream != stream {
+			t.Fatalf("publish %s: %v %v", subject, ack, err)
+		}
+	}
+}
+
 func deleteSeqs(t testing.TB, js jetstream.JetStream, stream string, seqs ...uint64) {
 	t.Helper()
 	ctx := testCtx(t)
