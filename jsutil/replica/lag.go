@@ -37,6 +37,9 @@ func ReplicaLag(ctx context.Context, origin Side, target Side) (*Lag, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.oinfo == nil {
+		return nil, jsutil.Errorf(jsutil.ErrConnection, "measure the replication lag of %q: origin %q cannot be read", target.Stream, origin.Stream)
+	}
 	p, err := t.match(ctx)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,12 @@
 package replica
 
 import (
+	"errors"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/jsctl/jsctl/internal/natsproc"
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -65,4 +67,44 @@ func TestTranslateHubLeaf(t *testing.T) {
 		}
 	}
 	checkStuck(t, origins["hub"], Side{JS: ljs, Stream: "DRSTUCK"}, readTarget(t, ljs, "DRSTUCK", "ORIGIN"), o.LastSeq)
+	checkOffline(t, hub, ljs, o.LastSeq)
+}
+
+// checkOffline: with the hub stopped, the leaf's replicas translate from
+// their own records (mirror sequences, source headers), and a position
+// they do not hold is refused since whether more is coming cannot be told.
+func checkOffline(t *testing.T, hub *natsproc.Server, ljs jetstream.JetStream, lastSeq uint64) {
+	t.Helper()
+	ctx := testCtx(t)
+	via, err := OriginVia(ctx, Side{JS: ljs, Stream: "DR"}, "ORIGIN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := map[string][]copied{"DR": readTarget(t, ljs, "DR", "ORIGIN"), "REGION": readTarget(t, ljs, "REGION", "")}
+	hub.Stop()
+	rng := rand.New(rand.NewPCG(21, 3))
+	for _, origin := range []Side{via, {Stream: "ORIGIN"}} {
+		for _, name := range []string{"DR", "REGION"} {
+			target := Side{JS: ljs, Stream: name}
+			for i := 0; i < 10; i++ {
+				seq := 1 + rng.Uint64N(lastSeq)
+				res, err := Translate(ctx, origin, seq, target)
+				want := copied{}
+				for _, m := range truth[name] {
+					if m.origin == "ORIGIN" && m.from >= seq {
+						want = m
+						break
+					}
+				}
+				if err != nil || !res.OriginUnreachable || res.TargetSeq != want.seq || res.FromSeq != want.from {
+					t.Fatalf("hub stopped: %s %d → %s: %+v, %v; want %d from %d", origin.Stream, seq, name, res, err, want.seq, want.from)
+				}
+			}
+			res, err := Translate(ctx, origin, lastSeq+5, target)
+			var behind *BehindError
+			if !errors.As(err, &behind) || !behind.Unknown || !errors.Is(err, jsutil.ErrConflict) || res.Behind != 5 {
+				t.Errorf("hub stopped: %d → %s: %+v, %v; want refused, unknown, 5 behind", lastSeq+5, name, res, err)
+			}
+		}
+	}
 }

@@ -57,7 +57,7 @@ func (t *translator) match(ctx context.Context) (*plan, error) {
 			p.reason = why
 			continue
 		}
-		p.sources = append(p.sources, sourceRef{iname: indexName(s), filters: originFilters(s), written: writtenFilters(s, t.oinfo.Config.Subjects)})
+		p.sources = append(p.sources, sourceRef{iname: indexName(s), filters: originFilters(s), written: writtenFilters(s, t.originSubjects())})
 	}
 	if named == 0 {
 		p.reason = fmt.Sprintf("%q neither mirrors nor sources %q, so its messages record no origin sequence", t.target.Stream, name)
@@ -65,11 +65,22 @@ func (t *translator) match(ctx context.Context) (*plan, error) {
 	return p, nil
 }
 
+// originSubjects are the origin's configured subjects (nil when unknown).
+func (t *translator) originSubjects() []string {
+	if t.oinfo == nil {
+		return nil
+	}
+	return t.oinfo.Config.Subjects
+}
+
 // otherDomain says why a mirror or source with this external prefix copies
 // a stream of another domain than origin's ("" when it may be origin's).
 // Only prefixes of the form $JS.<domain>.API name a domain; domains are
 // looked up only when needed (one account-info request per side).
 func (t *translator) otherDomain(ctx context.Context, ext *jetstream.ExternalStream) (string, error) {
+	if t.oinfo == nil {
+		return "", nil // the origin cannot be asked
+	}
 	od, err := t.domain(ctx, t.origin, &t.odomain)
 	if err != nil || od == nil {
 		return "", err

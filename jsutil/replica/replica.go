@@ -65,6 +65,13 @@ type Result struct {
 	// OriginTime is the time of the origin message used for ByTime (zero
 	// otherwise).
 	OriginTime time.Time
+	// OriginUnreachable is set when the origin could not be read (origin.JS
+	// nil, or its requests went unanswered): the translation used only the
+	// target's records, OriginSeq was not checked against the origin, and
+	// whether a target holding nothing from OriginSeq on is behind cannot be
+	// told (that is refused as behind, Behind counting from the last origin
+	// sequence it copied).
+	OriginUnreachable bool
 }
 
 // BehindError is the error (class jsutil.ErrConflict) of a target that has
@@ -74,16 +81,28 @@ type BehindError struct {
 	OriginSeq      uint64 // asked for
 	CopiedSeq      uint64 // the last origin sequence the target has copied (0: none)
 	Behind         uint64 // OriginSeq - CopiedSeq
-	OriginLastSeq  uint64 // the origin's last sequence
+	OriginLastSeq  uint64 // the origin's last sequence (0 when it could not be read)
+	// Unknown is set when the origin could not be read: the target holds
+	// nothing from OriginSeq on, and whether more is coming is not known.
+	Unknown bool
 }
 
 func (e *BehindError) Error() string {
+	if e.Unknown {
+		return fmt.Sprintf("%q holds nothing from sequence %d of %q on (it has copied up to %d) and %q cannot be read to tell whether more is coming",
+			e.Target, e.OriginSeq, e.Origin, e.CopiedSeq, e.Origin)
+	}
 	return fmt.Sprintf("%q has not yet received sequence %d of %q: it has copied up to %d, %d short (the origin is at %d); wait for replication to catch up",
 		e.Target, e.OriginSeq, e.Origin, e.CopiedSeq, e.Behind, e.OriginLastSeq)
 }
 
 // Translate finds the message of target that came from origin's sequence
 // originSeq, or the first one after it when originSeq was not copied.
+//
+// origin.JS may be nil when the origin cannot be reached (a failover after
+// losing it), and an origin whose requests go unanswered is treated the
+// same: exact translations need only the target's records (see
+// Result.OriginUnreachable); a by-time translation needs the origin.
 //
 // Errors: an unknown stream wraps jsutil.ErrNotFound; originSeq 0 or beyond
 // the origin's last sequence, or an invalid side, wraps jsutil.ErrBadInput;
@@ -101,7 +120,9 @@ func Translate(ctx context.Context, origin Side, originSeq uint64, target Side) 
 	if originSeq == 0 {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "translate a position of %q: sequences start at 1, got 0", origin.Stream)
 	}
-	if last := t.oinfo.State.LastSeq; originSeq > last {
+	res.OriginUnreachable = t.oinfo == nil
+	if t.oinfo != nil && originSeq > t.oinfo.State.LastSeq {
+		last := t.oinfo.State.LastSeq
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "translate sequence %d of %q: the stream's last sequence is %d", originSeq, origin.Stream, last)
 	}
 	plan, err := t.match(ctx)
@@ -135,29 +156,42 @@ type translator struct {
 	tdomain        sideDomain   // target's
 }
 
-func (t *translator) requests() int { return t.extra + t.or.Requests() + t.tr.Requests() }
+func (t *translator) requests() int {
+	n := t.extra + t.tr.Requests()
+	if t.or != nil {
+		n += t.or.Requests()
+	}
+	return n
+}
 
 func newTranslator(ctx context.Context, origin, target Side) (*translator, error) {
-	for _, s := range []Side{origin, target} {
-		if s.JS == nil {
-			return nil, jsutil.Errorf(jsutil.ErrBadInput, "stream %q: no jetstream connection", s.Stream)
-		}
+	if target.JS == nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "stream %q: no jetstream connection", target.Stream)
+	}
+	if why := jsutil.NameProblem(origin.Stream); why != "" {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "invalid origin stream name %q: %s", origin.Stream, why)
 	}
 	t := &translator{origin: origin, target: target}
 	var err error
-	if t.or, err = seek.NewReader(origin.JS, origin.Stream); err != nil {
-		return nil, err
-	}
 	if t.tr, err = seek.NewReader(target.JS, target.Stream); err != nil {
 		return nil, err
-	}
-	if t.oinfo, err = t.info(ctx, origin); err != nil {
-		return t, err
 	}
 	if t.tinfo, err = t.info(ctx, target); err != nil {
 		return t, err
 	}
-	return t, nil
+	if origin.JS == nil {
+		return t, nil
+	}
+	if t.or, err = seek.NewReader(origin.JS, origin.Stream); err != nil {
+		return t, err
+	}
+	t.oinfo, err = t.info(ctx, origin)
+	if errors.Is(err, jsutil.ErrConnection) && ctx.Err() == nil {
+		// Unanswered (the origin's cluster is down or cut off): go on
+		// with the target alone.
+		t.oinfo, t.or, err = nil, nil, nil
+	}
+	return t, err
 }
 
 func (t *translator) info(ctx context.Context, s Side) (*jetstream.StreamInfo, error) {
@@ -196,15 +230,18 @@ func (t *translator) mirror(ctx context.Context, p *plan, seq uint64, res *Resul
 // copied the origin up to copied, whether the origin holds messages it
 // should have copied (behind: an error) or not (caught up).
 func (t *translator) checkBehind(ctx context.Context, filters []string, copied, seq uint64, res *Result) error {
-	pending, err := t.firstPending(ctx, filters, copied+1)
-	if err != nil || pending == nil {
-		return err
+	be := &BehindError{Origin: t.origin.Stream, Target: t.target.Stream, OriginSeq: seq, CopiedSeq: copied, Behind: seq - copied}
+	if t.oinfo == nil {
+		be.Unknown = true
+	} else {
+		pending, err := t.firstPending(ctx, filters, copied+1)
+		if err != nil || pending == nil {
+			return err
+		}
+		be.OriginLastSeq = t.oinfo.State.LastSeq
 	}
-	res.Behind = seq - copied
-	return jsutil.Classify(jsutil.ErrConflict, fmt.Errorf("translate sequence %d of %q to %q: %w", seq, t.origin.Stream, t.target.Stream, &BehindError{
-		Origin: t.origin.Stream, Target: t.target.Stream, OriginSeq: seq, CopiedSeq: copied,
-		Behind: res.Behind, OriginLastSeq: t.oinfo.State.LastSeq,
-	}))
+	res.Behind = be.Behind
+	return jsutil.Classify(jsutil.ErrConflict, fmt.Errorf("translate sequence %d of %q to %q: %w", seq, t.origin.Stream, t.target.Stream, be))
 }
 
 // firstPending returns the origin's first message at or after from that a
@@ -228,6 +265,9 @@ func (t *translator) firstPending(ctx context.Context, filters []string, from ui
 
 // byTime translates by the origin message's time.
 func (t *translator) byTime(ctx context.Context, seq uint64, res *Result) error {
+	if t.oinfo == nil {
+		return jsutil.Errorf(jsutil.ErrConnection, "translate sequence %d of %q to %q: %s, and %q cannot be read to translate by time", seq, t.origin.Stream, t.target.Stream, res.Reason, t.origin.Stream)
+	}
 	om, err := t.or.Next(ctx, seq, ">")
 	if err != nil {
 		return err
