@@ -2,14 +2,13 @@ package seek
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"golang.org/x/sync/errgroup"
 )
 
 // Counting methods of a timeline, from cheapest to most general.
@@ -308,42 +307,18 @@ func (p *timelineProgress) step() {
 // parallel runs do(ctx, k) for k in [0, n) with at most TimelineConcurrency
 // at once and returns the first error (the others are cancelled).
 func parallel(ctx context.Context, n int, do func(ctx context.Context, k int) error) error {
-	if n == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		next  = make(chan int)
-	)
-	for range min(n, TimelineConcurrency) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range next {
-				if err := do(ctx, k); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			}
-		}()
-	}
-feed:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(TimelineConcurrency)
 	for k := range n {
-		select {
-		case next <- k:
-		case <-ctx.Done():
-			break feed
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return do(gctx, k) })
 	}
-	close(next)
-	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		first = ctx.Err()
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	return first
+	return ctx.Err()
 }
 
 // countFrom returns the number of messages matching subject with sequence
@@ -382,24 +357,9 @@ func countFrom(ctx context.Context, js jetstream.JetStream, g *apiGetter, st str
 // directPending asks a direct get (batch of one) from seq for the number of
 // matching messages at or after seq.
 func (g *apiGetter) directPending(ctx context.Context, seq uint64, subject string) (uint64, error) {
-	if subject == "" {
-		subject = ">"
-	}
-	body := fmt.Appendf(nil, `{"seq":%d,"next_by_subj":%s,"batch":1}`, seq, strconv.Quote(subject))
-	msg, err := g.send(ctx, g.prefix+"DIRECT.GET."+g.name, body)
+	n, err := jsutil.DirectPending(ctx, g.js, g.name, seq, subject, jsutil.RequestOptions{})
 	if err != nil {
-		return 0, g.wrap(err)
+		return 0, jsutil.Wrap(err, "count messages of stream %q: direct get", g.name)
 	}
-	if st := msg.Header.Get("Status"); st != "" {
-		if st == "404" {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("count messages of stream %q: direct get: status %s %s", g.name, st, msg.Header.Get("Description"))
-	}
-	np, err := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("count messages of stream %q: direct get reply has no pending count", g.name)
-	}
-	// The server counts the message it sends out of the pending count.
-	return np + 1, nil
+	return n, nil
 }
