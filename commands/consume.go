@@ -268,12 +268,7 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 	// A consumer without a leader for now (just created on a cluster, an
 	// election) does not answer: ask again for a while, as a consume that
 	// runs for days should not die of a moment at its start.
-	var cons jetstream.Consumer
-	err = jsutil.WhileUnanswered(ctx, jsutil.RetryFor(ctx), func() error {
-		var err error
-		cons, err = cl.JS.Consumer(ctx, c.Stream, c.Consumer)
-		return jsutil.RequestError(cl.JS.Conn(), jsutil.APIPrefix(cl.JS.Options())+"CONSUMER.INFO."+c.Stream+"."+c.Consumer, err)
-	})
+	cons, err := jsutil.Consumer(ctx, cl.JS, c.Stream, c.Consumer)
 	if errors.Is(err, jetstream.ErrNotPullConsumer) {
 		return jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q is a push consumer: consume needs a pull consumer", c.Consumer, c.Stream)
 	}
@@ -367,13 +362,10 @@ func (c *ConsumeCmd) openBucket(ctx context.Context, js jetstream.JetStream) (*a
 		// answer for now is asked again: guessing 1 would create an R1
 		// bucket for an R3 stream. Only a refused read leaves 1.
 		replicas = 1
-		err := jsutil.WhileUnanswered(ctx, jsutil.RetryFor(ctx), func() error {
-			st, err := js.Stream(ctx, c.Stream) // its info, read once
-			if err == nil && st.CachedInfo().Config.Replicas > 0 {
-				replicas = st.CachedInfo().Config.Replicas
-			}
-			return jsutil.RequestError(js.Conn(), jsutil.APIPrefix(js.Options())+"STREAM.INFO."+c.Stream, err)
-		})
+		st, err := jsutil.Stream(ctx, js, c.Stream) // its info, read once
+		if err == nil && st.CachedInfo().Config.Replicas > 0 {
+			replicas = st.CachedInfo().Config.Replicas
+		}
 		if err != nil && !errors.Is(err, jsutil.ErrPermission) {
 			return nil, jsutil.Wrap(err, "read stream %q for the replicas of ack bucket %q", c.Stream, c.Bucket)
 		}

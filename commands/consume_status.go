@@ -29,7 +29,6 @@ type consumeStatus struct {
 	failing map[uint64]bool
 	pending uint64
 	lag     uint64
-	text    string
 	// width is the terminal's width in columns (terminalWidth), asked at
 	// each redraw so that a resized window is followed.
 	width func() int

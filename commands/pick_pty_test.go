@@ -162,8 +162,6 @@ type vtProc struct {
 	raw  bytes.Buffer
 	vt   vt10x.Terminal
 	done chan error
-	code int
-	exit bool
 }
 
 func startVT(t *testing.T, cmd *exec.Cmd, cols, rows int) *vtProc {

@@ -20,7 +20,7 @@ func Wrap(err error, format string, args ...any) error {
 		return nil
 	}
 	what := fmt.Sprintf(format, args...)
-	class, plain := classifyAPIError(err)
+	plain, class := classifyAPIError(err)
 	if class == nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -40,50 +40,50 @@ type plainErr struct {
 func (e *plainErr) Error() string { return e.msg }
 func (e *plainErr) Unwrap() error { return e.err }
 
-// classifyAPIError returns the class of err (nil when none fits) and, where
-// the raw text is unhelpful, plain words for it.
-func classifyAPIError(err error) (error, string) {
+// classifyAPIError returns, where the raw text is unhelpful, plain words
+// for err, and its class (nil when none fits).
+func classifyAPIError(err error) (string, error) {
 	for _, c := range []error{ErrBadInput, ErrNotFound, ErrConnection, ErrConflict, ErrCancelled, ErrPermission} {
 		if errors.Is(err, c) {
-			return nil, ""
+			return "", nil
 		}
 	}
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return ErrNotFound, "stream not found"
+		return "stream not found", ErrNotFound
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		return ErrNotFound, "consumer not found"
+		return "consumer not found", ErrNotFound
 	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return ErrNotFound, "message not found"
+		return "message not found", ErrNotFound
 	case errors.Is(err, jetstream.ErrBucketNotFound):
-		return ErrNotFound, "bucket not found"
+		return "bucket not found", ErrNotFound
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return ErrNotFound, "key not found"
+		return "key not found", ErrNotFound
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
-		return ErrConnection, "jetstream is not enabled on the server"
+		return "jetstream is not enabled on the server", ErrConnection
 	case errors.Is(err, nats.ErrPermissionViolation), strings.Contains(strings.ToLower(err.Error()), "permissions violation"):
-		return ErrPermission, "the server denied permission"
+		return "the server denied permission", ErrPermission
 	case errors.Is(err, context.Canceled):
-		return ErrCancelled, "cancelled"
+		return "cancelled", ErrCancelled
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return ErrConnection, "no answer from the server in time"
+		return "no answer from the server in time", ErrConnection
 	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
-		return ErrConnection, "no jetstream server answered"
+		return "no jetstream server answered", ErrConnection
 	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrDisconnected):
-		return ErrConnection, "connection lost"
+		return "connection lost", ErrConnection
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.Code {
 		case 404:
-			return ErrNotFound, ""
+			return "", ErrNotFound
 		case 403:
-			return ErrPermission, ""
+			return "", ErrPermission
 		case 409:
-			return ErrConflict, ""
+			return "", ErrConflict
 		case 400:
-			return ErrBadInput, ""
+			return "", ErrBadInput
 		}
 	}
-	return nil, ""
+	return "", nil
 }

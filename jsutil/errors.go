@@ -1,6 +1,15 @@
-// Package jsutil is the jsctl library: connections (flags, NATS contexts, an
-// embedded server), time parsing, seek, consumer reset and idempotent
-// processing for NATS JetStream.
+// Package jsutil is the shared vocabulary of the jsctl library for NATS
+// JetStream: connections (flags, NATS contexts), time parsing, error
+// classes, KV bucket and key helpers, and the one request layer: Request
+// and RequestMsg send every JetStream API request jsctl writes by hand,
+// decode its API error and apply the retry rule (Retryable) within the
+// retry budget a command puts in the context (WithRetry); Retrier paces
+// the loops that follow a lost reply up. The features are packages of
+// their own: jsutil/seek (time to sequence, timelines), jsutil/reset
+// (consumer reset, recover, history), jsutil/acks (idempotent processing
+// with records in a KV bucket), jsutil/positions (pause, check and
+// snapshots of consumer positions) and jsutil/embedded (an in-process
+// server, the only package that compiles nats-server).
 //
 // Functions take a context first and return errors that wrap the sentinels
 // below, so callers can classify them with errors.Is.

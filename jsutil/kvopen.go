@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -33,27 +32,19 @@ func OpenKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	return kv, err
 }
 
-// WhileUnanswered calls f, and calls it again (every 200ms) while it
-// fails with a request that got no answer that decides anything (a
-// timeout, a reconnect, JetStream unavailable for now: 503, no peer to
-// place a replica on for now: 10005), until settle
-// has passed or ctx ends. It returns f's last error. f should class a
-// refusal with RequestError, so that a denied request is not sent again.
-// Each time it is about to call f again it says so through ctx's callback
-// (see WithRetry).
+// WhileUnanswered calls f, and calls it again while it fails with an
+// error the retry rule sends again (Retryable: no answer that decides
+// anything, a transient server error), until settle has passed or ctx
+// ends. It returns f's last error. f should class a refusal with
+// RequestError, so that a denied request is not sent again. Each time it
+// is about to call f again it says so through ctx's callback (see
+// WithRetry).
 func WhileUnanswered(ctx context.Context, settle time.Duration, f func() error) error {
-	deadline := time.Now().Add(settle)
+	r := RetryUntil(settle)
 	for {
 		err := f()
-		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().After(deadline) || !AskAgain(ctx, deadline, err) {
+		if err == nil || !Retryable(err) || !r.Again(ctx, err) {
 			return err
-		}
-		t := time.NewTimer(200 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
 		}
 	}
 }
@@ -74,25 +65,4 @@ func openKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 		return kv, RequestError(js.Conn(), info, err)
 	}
 	return kv, RequestError(js.Conn(), APIPrefix(js.Options())+"STREAM.CREATE.KV_"+cfg.Bucket, err)
-}
-
-// noPeers is the server's "no suitable peers for placement" (for example
-// "peer offline"): in a cluster that already holds replicated assets, a
-// node restarting or one whose state has not reached the meta leader yet.
-const noPeers = 10005
-
-// unanswered says whether err is a request that got no answer that decides
-// anything, so that sending it again may: a timeout, a connection that is
-// reconnecting, JetStream temporarily unavailable (503), no peer to place
-// a replicated asset on for now. A server without JetStream and a refusal
-// decide.
-func unanswered(err error) bool {
-	if errors.Is(err, ErrPermission) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-		return false
-	}
-	var apiErr *jetstream.APIError
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
-		(errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.ErrorCode == noPeers))
 }

@@ -292,14 +292,6 @@ func parseDays(s string) (time.Duration, bool) {
 	return d, true
 }
 
-// FormatDistance renders a signed duration briefly ("+1.25s", "-3m0s").
-func FormatDistance(d time.Duration) string {
-	if d >= 0 {
-		return fmt.Sprintf("+%s", d)
-	}
-	return d.String()
-}
-
 // LoadLocation reads a --tz value: an IANA zone name, "UTC", or "Local" or
 // "" for the local zone.
 func LoadLocation(name string) (*time.Location, error) {

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -266,19 +265,4 @@ func (e *env) timed(args ...string) time.Duration {
 
 func resetArgs(method string, seq int, extra ...string) []string {
 	return append([]string{"consumer", "reset", "ORDERS", "--all", "--to-seq", fmt.Sprint(seq), "--method", method, "--execute", "--force"}, extra...)
-}
-
-// names of the stream's consumers now, sorted.
-func (e *env) consumerNames() []string {
-	s, err := e.js.Stream(e.ctx(), "ORDERS")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []string
-	l := s.ConsumerNames(e.ctx())
-	for n := range l.Name() {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }

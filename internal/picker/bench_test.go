@@ -20,8 +20,7 @@ var benchMsgs = flag.Int("picker.benchmsgs", 1_000_000, "messages in BenchmarkCu
 // holds (the spinner's ticks are ignored, not waited for).
 func runUntil(m *Model, cmd tea.Cmd, done func() bool) {
 	msgs := make(chan tea.Msg, 64)
-	var start func(c tea.Cmd)
-	start = func(c tea.Cmd) {
+	start := func(c tea.Cmd) {
 		if c != nil {
 			go func() { msgs <- c() }()
 		}

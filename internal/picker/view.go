@@ -199,7 +199,7 @@ func (m *Model) strip() []string {
 			pos = i
 		}
 	}
-	mark := strings.Repeat(" ", len(tl.Buckets))
+	var mark string
 	switch {
 	case pos >= 0:
 		mark = strings.Repeat(" ", pos) + m.style("1;33", "^")

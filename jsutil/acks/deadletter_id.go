@@ -66,28 +66,19 @@ func (s *Store) publishDeadLetter(ctx context.Context, m *nats.Msg) (*jetstream.
 // streamMsgHeader reads the headers of message seq of stream (from its
 // leader, as leaderGet does).
 func (s *Store) streamMsgHeader(ctx context.Context, stream string, seq uint64) (nats.Header, error) {
-	subj := jsutil.APIPrefix(s.js.Options()) + "STREAM.MSG.GET." + stream
 	req, err := json.Marshal(map[string]uint64{"seq": seq})
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.js.Options().DefaultTimeout)
-		defer cancel()
-	}
-	msg, err := s.js.Conn().RequestWithContext(ctx, subj, req)
+	data, err := jsutil.Request(ctx, s.js, "STREAM.MSG.GET."+stream, req, jsutil.RequestOptions{})
 	if err != nil {
-		return nil, jsutil.Wrap(jsutil.RequestError(s.js.Conn(), subj, err), "get message %d of stream %q", seq, stream)
+		return nil, jsutil.Wrap(err, "get message %d of stream %q", seq, stream)
 	}
-	var resp msgGetResponse
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+	var resp msgGetReply
+	if err := json.Unmarshal(data, &resp); err != nil {
 		return nil, fmt.Errorf("get message %d of stream %q: unreadable answer: %w", seq, stream, err)
 	}
 	switch {
-	case resp.Error != nil:
-		err := &jetstream.APIError{Code: resp.Error.Code, ErrorCode: jetstream.ErrorCode(resp.Error.ErrCode), Description: resp.Error.Description}
-		return nil, jsutil.Wrap(err, "get message %d of stream %q", seq, stream)
 	case resp.Message == nil:
 		return nil, fmt.Errorf("get message %d of stream %q: empty answer", seq, stream)
 	case len(resp.Message.Header) == 0:

@@ -20,14 +20,10 @@ import (
 // message look above the floor (the handler would run again), or a done
 // write that landed look lost. The leader has every acknowledged write.
 
-// msgGetResponse is the server's answer to a stream message-get request
-// (nats-server server/jetstream_api.go JSApiMsgGetResponse).
-type msgGetResponse struct {
-	Error *struct {
-		Code        int    `json:"code"`
-		ErrCode     uint16 `json:"err_code"`
-		Description string `json:"description"`
-	} `json:"error,omitempty"`
+// msgGetReply is the message of the server's answer to a stream
+// message-get request (nats-server server/jetstream_api.go
+// JSApiMsgGetResponse); its error is read by jsutil's request layer.
+type msgGetReply struct {
 	Message *struct {
 		Subject string    `json:"subject"`
 		Seq     uint64    `json:"seq"`
@@ -36,9 +32,6 @@ type msgGetResponse struct {
 		Time    time.Time `json:"time"`
 	} `json:"message,omitempty"`
 }
-
-// errMessageNotFound is the server's error code for "no message found".
-const errMessageNotFound = 10037
 
 // leaderEntry is the live value of a key as the stream leader has it.
 type leaderEntry struct {
@@ -56,31 +49,25 @@ type leaderEntry struct {
 // none (never written, deleted, purged, or its TTL ran out; for a marker
 // the entry holds its revision).
 func (s *Store) leaderGet(ctx context.Context, kvKey string) (leaderEntry, error) {
-	subj := jsutil.APIPrefix(s.js.Options()) + "STREAM.MSG.GET.KV_" + s.bucket
 	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + s.bucket + "." + kvKey})
 	if err != nil {
 		return leaderEntry{}, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.js.Options().DefaultTimeout)
-		defer cancel()
-	}
-	msg, err := s.js.Conn().RequestWithContext(ctx, subj, req)
-	if err != nil {
+	// A read: jsutil's request layer sends it again while unanswered,
+	// within the retry budget; each attempt waits at most the handle's
+	// default timeout (less when ctx says so).
+	data, err := jsutil.Request(ctx, s.js, "STREAM.MSG.GET.KV_"+s.bucket, req, jsutil.RequestOptions{})
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return leaderEntry{}, fmt.Errorf("key %q: %w", kvKey, jetstream.ErrKeyNotFound)
+	case err != nil:
 		return leaderEntry{}, jsutil.Wrap(err, "get key %q from bucket %q", kvKey, s.bucket)
 	}
-	var resp msgGetResponse
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+	var resp msgGetReply
+	if err := json.Unmarshal(data, &resp); err != nil {
 		return leaderEntry{}, fmt.Errorf("get key %q from bucket %q: unreadable answer: %w", kvKey, s.bucket, err)
 	}
-	switch {
-	case resp.Error != nil && resp.Error.ErrCode == errMessageNotFound:
-		return leaderEntry{}, fmt.Errorf("key %q: %w", kvKey, jetstream.ErrKeyNotFound)
-	case resp.Error != nil:
-		err := &jetstream.APIError{Code: resp.Error.Code, ErrorCode: jetstream.ErrorCode(resp.Error.ErrCode), Description: resp.Error.Description}
-		return leaderEntry{}, jsutil.Wrap(err, "get key %q from bucket %q", kvKey, s.bucket)
-	case resp.Message == nil:
+	if resp.Message == nil {
 		return leaderEntry{}, fmt.Errorf("get key %q from bucket %q: empty answer", kvKey, s.bucket)
 	}
 	m := resp.Message

@@ -224,10 +224,3 @@ func DiffConfig(saved, now json.RawMessage) ([]ConfigChange, error) {
 	}
 	return out, nil
 }
-
-func orNull(b []byte) json.RawMessage {
-	if b == nil {
-		return json.RawMessage("null")
-	}
-	return b
-}

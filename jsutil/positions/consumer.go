@@ -145,40 +145,12 @@ func (r *streamReader) durables(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// request sends one JetStream API request and returns the reply, or the
-// API error it carries (consumer and stream not found as nats.go's
-// sentinels, so jsutil.Wrap words them plainly).
+// request sends one JetStream API request through jsutil's request layer
+// (a read: sent again while unanswered, within the retry budget) and
+// returns the reply, or the API error it carries (consumer and stream not
+// found as nats.go's sentinels, so jsutil.Wrap words them plainly).
 func (r *streamReader) request(ctx context.Context, subject string, body []byte) ([]byte, error) {
-	return apiRequest(ctx, r.js, r.opts.Timeout, subject, body)
-}
-
-func apiRequest(ctx context.Context, js jetstream.JetStream, timeout time.Duration, subject string, body []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	msg, err := js.Conn().RequestWithContext(ctx, jsutil.APIPrefix(js.Options())+subject, body)
-	if err != nil {
-		return nil, err
-	}
-	var head struct {
-		Error *struct {
-			Code        int    `json:"code"`
-			ErrCode     uint16 `json:"err_code"`
-			Description string `json:"description"`
-		} `json:"error,omitempty"`
-	}
-	if err := json.Unmarshal(msg.Data, &head); err != nil {
-		return nil, fmt.Errorf("read reply to %s: %w", subject, err)
-	}
-	if e := head.Error; e != nil {
-		switch jetstream.ErrorCode(e.ErrCode) {
-		case jetstream.JSErrCodeConsumerNotFound:
-			return nil, jetstream.ErrConsumerNotFound
-		case jetstream.JSErrCodeStreamNotFound:
-			return nil, jetstream.ErrStreamNotFound
-		}
-		return nil, &jetstream.APIError{Code: e.Code, ErrorCode: jetstream.ErrorCode(e.ErrCode), Description: e.Description}
-	}
-	return msg.Data, nil
+	return jsutil.Request(ctx, r.js, subject, body, jsutil.RequestOptions{Timeout: r.opts.Timeout})
 }
 
 // isNotFound reports whether err says a stream or consumer does not exist.

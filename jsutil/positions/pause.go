@@ -124,19 +124,20 @@ func Resume(ctx context.Context, js jetstream.JetStream, stream, consumer string
 		if _, err := js.PauseConsumer(rctx, stream, consumer, now.Add(wakeDelay)); err != nil {
 			return fail(err)
 		}
-		deadline := time.Now().Add(wakeWait)
+		rt := jsutil.RetryEvery(wakeWait, 50*time.Millisecond)
 		for {
 			info, err := c.Info(rctx)
 			if err != nil {
 				return fail(err)
 			}
-			if !info.Paused || time.Now().After(deadline) {
+			if !info.Paused || rt.Expired() {
 				break
 			}
-			select {
-			case <-rctx.Done():
-				return fail(rctx.Err())
-			case <-time.After(50 * time.Millisecond):
+			if !rt.Again(rctx, nil) {
+				if rctx.Err() != nil {
+					return fail(rctx.Err())
+				}
+				break
 			}
 		}
 	}

@@ -205,7 +205,7 @@ func TestSnapshotRecreatesDeletedConsumer(t *testing.T) {
 	}
 	raw["deliver_policy"], raw["opt_start_seq"] = "by_start_sequence", cs.NextSequence()
 	body, _ := json.Marshal(map[string]any{"stream_name": "ORDERS", "config": raw, "action": "create"})
-	if _, err := apiRequest(ctx, js, 5*time.Second, "CONSUMER.CREATE.ORDERS.billing", body); err != nil {
+	if _, err := jsutil.Request(ctx, js, "CONSUMER.CREATE.ORDERS.billing", body, jsutil.RequestOptions{Timeout: 5 * time.Second, Once: true}); err != nil {
 		t.Fatal(err)
 	}
 	if seqs := fetch(t, ctx, js, "billing", 1, 5*time.Second); fmt.Sprint(seqs) != "[5]" {

@@ -124,17 +124,10 @@ func decode(name string, data []byte, rev uint64) (*Snapshot, error) {
 	return &s, nil
 }
 
-// List reads every stored snapshot, oldest first; with stream set, only
-// those holding consumers of that stream. No bucket means no snapshots.
-// A record that is not a snapshot document is skipped (ListChecked
-// reports it).
-func List(ctx context.Context, js jetstream.JetStream, stream string, opts Options) ([]*Snapshot, error) {
-	out, _, err := ListChecked(ctx, js, stream, opts)
-	return out, err
-}
-
-// ListChecked is List, also returning the records of the bucket that are
-// not snapshot documents jsctl can read (anyone allowed to write the bucket
+// ListChecked reads every stored snapshot, oldest first; with stream set,
+// only those holding consumers of that stream. No bucket means no
+// snapshots. It also returns the records of the bucket that are not
+// snapshot documents jsctl can read (anyone allowed to write the bucket
 // can put one there): skipped, so the others are still listed.
 func ListChecked(ctx context.Context, js jetstream.JetStream, stream string, opts Options) ([]*Snapshot, []reset.BadRecord, error) {
 	opts = opts.withDefaults()

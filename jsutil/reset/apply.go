@@ -40,8 +40,8 @@ func (x *executor) applyReset(ctx context.Context, c *Change, in *Intent) (outco
 // unchanged when the server refused or denied it or has no reset API
 // (the caller may fall back), or unsettled.
 func (x *executor) resetSure(ctx context.Context, c *Change, seq, want uint64) (outcome, error) {
-	deadline := time.Now().Add(x.opts.Settle)
-	for attempt := 0; ; attempt++ {
+	rt := jsutil.RetryUntil(x.opts.Settle)
+	for {
 		actx, cancel := context.WithTimeout(ctx, x.opts.Timeout)
 		r, err := x.opts.inPlace(actx, x.js, c.Stream, c.Consumer, seq)
 		cancel()
@@ -67,9 +67,9 @@ func (x *executor) resetSure(ctx context.Context, c *Change, seq, want uint64) (
 			switch {
 			case lerr != nil && !lost(lerr):
 				return unchanged, wrapConsumer(lerr, c.Stream, c.Consumer)
-			case lerr == nil && attempt >= 1 && !x.waitLeader(ctx, c, st):
+			case lerr == nil && rt.Attempt() >= 1 && !x.waitLeader(ctx, c, st):
 				return unchanged, wrapConsumer(err, c.Stream, c.Consumer)
-			case lerr == nil && attempt >= 3:
+			case lerr == nil && rt.Attempt() >= 3:
 				return unchanged, wrapConsumer(err, c.Stream, c.Consumer)
 			}
 		case lost(err):
@@ -88,7 +88,7 @@ func (x *executor) resetSure(ctx context.Context, c *Change, seq, want uint64) (
 		default:
 			return unchanged, wrapConsumer(err, c.Stream, c.Consumer)
 		}
-		if time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
+		if !rt.Again(ctx, err) {
 			return unsettled, unsettledErr(c, "reset", err)
 		}
 	}
@@ -134,14 +134,14 @@ func (x *executor) applyRecreate(ctx context.Context, c *Change, in *Intent, st 
 // checkCreate asks the server to create the consumer with its own
 // configuration (a no-op), retrying a lost reply within Settle.
 func (x *executor) checkCreate(ctx context.Context, c *Change, cfg rawConfig) error {
-	deadline := time.Now().Add(x.opts.Settle)
-	for attempt := 0; ; attempt++ {
+	rt := jsutil.RetryUntil(x.opts.Settle)
+	for {
 		_, err := x.create(ctx, c, cfg)
 		if err == nil || consumerExists(err) {
 			return nil
 		}
 		c.unsure = c.unsure || lost(err)
-		if !lost(err) || time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
+		if !lost(err) || !rt.Again(ctx, err) {
 			return err
 		}
 	}
@@ -210,9 +210,9 @@ func (x *executor) moveCreated(ctx context.Context, c *Change, cfg rawConfig) (o
 // same change) is left as it is. done: it is gone; unchanged: refused or
 // denied, it is still there; unsettled.
 func (x *executor) deleteSure(ctx context.Context, c *Change, created *time.Time) (outcome, error) {
-	deadline := time.Now().Add(x.opts.Settle)
+	rt := jsutil.RetryUntil(x.opts.Settle)
 	sent := false // a delete was sent that may have been applied
-	for attempt := 0; ; attempt++ {
+	for {
 		st, lerr := x.load(ctx, c)
 		switch {
 		case errors.Is(lerr, jetstream.ErrConsumerNotFound):
@@ -240,7 +240,7 @@ func (x *executor) deleteSure(ctx context.Context, c *Change, created *time.Time
 			sent, c.unsure = true, true
 			lerr = err
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) || !again(ctx, lerr, deadline, backoff(attempt)) {
+		if !rt.Again(ctx, lerr) {
 			if !sent {
 				return unchanged, wrapConsumer(lerr, c.Stream, c.Consumer)
 			}
@@ -266,8 +266,8 @@ func (x *executor) createSure(ctx context.Context, c *Change, cfg rawConfig) (ou
 }
 
 func (x *executor) createOnce(ctx context.Context, c *Change, cfg rawConfig) (outcome, error) {
-	deadline := time.Now().Add(x.opts.Settle)
-	for attempt := 0; ; attempt++ {
+	rt := jsutil.RetryUntil(x.opts.Settle)
+	for {
 		st, err := x.create(ctx, c, cfg)
 		if err == nil && x.opts.lose != nil && x.opts.lose("create") {
 			st, err = nil, nats.ErrTimeout
@@ -275,7 +275,7 @@ func (x *executor) createOnce(ctx context.Context, c *Change, cfg rawConfig) (ou
 		switch {
 		case err == nil:
 			c.proof, c.proofKind = st, "create reply"
-			return x.confirmCreate(ctx, c, cfg, deadline)
+			return x.confirmCreate(ctx, c, cfg, rt)
 		case errors.Is(err, jsutil.ErrPermission):
 			return unchanged, jsutil.Wrap(err, "create consumer %q on %q", c.Consumer, c.Stream)
 		case ctx.Err() != nil:
@@ -289,11 +289,11 @@ func (x *executor) createOnce(ctx context.Context, c *Change, cfg rawConfig) (ou
 		switch {
 		case lerr == nil && sameExceptStart(cur.raw, cfg) && sameStart(cur.raw, cfg):
 			c.proof, c.proofKind = cur, "consumer info (the create reply was lost)"
-			return x.confirmCreate(ctx, c, cfg, deadline)
+			return x.confirmCreate(ctx, c, cfg, rt)
 		case lerr == nil:
 			return unchanged, jsutil.Errorf(jsutil.ErrConflict, "create consumer %q on %q: a consumer of that name exists with another configuration", c.Consumer, c.Stream)
 		}
-		if time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
+		if !rt.Again(ctx, err) {
 			return unsettled, unsettledErr(c, "create", err)
 		}
 	}
@@ -310,11 +310,11 @@ func (x *executor) createOnce(ctx context.Context, c *Change, cfg rawConfig) (ou
 // Only a change that may follow a server crash needs it: one that lost a
 // reply, a create from a saved configuration (the consumer may be missing
 // because of such a directory) and everything recover does.
-func (x *executor) confirmCreate(ctx context.Context, c *Change, cfg rawConfig, deadline time.Time) (outcome, error) {
+func (x *executor) confirmCreate(ctx context.Context, c *Change, cfg rawConfig, rt *jsutil.Retrier) (outcome, error) {
 	if !c.unsure {
 		return done, nil
 	}
-	for attempt := 0; ; attempt++ {
+	for {
 		_, err := x.create(ctx, c, cfg)
 		switch {
 		case err == nil:
@@ -324,7 +324,7 @@ func (x *executor) confirmCreate(ctx context.Context, c *Change, cfg rawConfig, 
 		case !lost(err):
 			return unsettled, unsettledErr(c, "create (writing the consumer's metadata again)", err)
 		}
-		if time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
+		if !rt.Again(ctx, err) {
 			return unsettled, unsettledErr(c, "create", err)
 		}
 	}
@@ -393,10 +393,10 @@ func (x *executor) load(ctx context.Context, c *Change) (*consumerState, error) 
 // loadSure is load retried within Settle while the server does not
 // answer (a leader election, a restart).
 func (x *executor) loadSure(ctx context.Context, c *Change) (*consumerState, error) {
-	deadline := time.Now().Add(x.opts.Settle)
-	for attempt := 0; ; attempt++ {
+	rt := jsutil.RetryUntil(x.opts.Settle)
+	for {
 		st, err := x.load(ctx, c)
-		if err == nil || !lost(err) || time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
+		if err == nil || !lost(err) || !rt.Again(ctx, err) {
 			return st, err
 		}
 	}
@@ -422,10 +422,6 @@ func unsettledErr(c *Change, step string, err error) error {
 		RecoverCommand(c.Stream, c.Consumer))
 }
 
-func backoff(attempt int) time.Duration {
-	return min(100*time.Millisecond<<min(attempt, 4), time.Second)
-}
-
 func consumerExists(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) &&
@@ -435,7 +431,7 @@ func consumerExists(err error) bool {
 // waitLeader polls the consumer's info (at most 10s) until it reports a
 // leader; it returns false at once for a consumer that is not replicated.
 func (x *executor) waitLeader(ctx context.Context, c *Change, st *consumerState) bool {
-	deadline := time.Now().Add(10 * time.Second)
+	rt := jsutil.RetryEvery(10*time.Second, 50*time.Millisecond)
 	for {
 		if st != nil {
 			cl := st.info.Cluster
@@ -446,15 +442,9 @@ func (x *executor) waitLeader(ctx context.Context, c *Change, st *consumerState)
 				return true
 			}
 		}
-		if time.Now().After(deadline) || !sleepCtx(ctx, 50*time.Millisecond) {
+		if !rt.Again(ctx, nil) {
 			return false
 		}
 		st, _ = x.load(ctx, c)
 	}
-}
-
-// unavailable reports a 503 reply: the request was not applied.
-func unavailable(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.Code == 503
 }

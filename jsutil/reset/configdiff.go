@@ -32,10 +32,6 @@ var calledOut = map[string]string{
 	"max_deliver":     "changes how often a message is delivered before it is given up",
 }
 
-// CalledOut reports whether a change of the configuration field changes
-// where messages go or whether they are acknowledged.
-func CalledOut(field string) bool { return calledOut[field] != "" }
-
 // DefaultConfig is the configuration nats-server (2.10 to 2.15) returns for
 // a durable pull consumer created with nothing but its name and explicit
 // acknowledgement, the usual consumer: the base a created consumer's saved

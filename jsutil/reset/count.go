@@ -3,7 +3,6 @@ package reset
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -170,23 +169,9 @@ func (p *planner) consumerCount(ctx context.Context, c *Change, filters []string
 // directCount asks a direct get (batch of one) from seq for the number of
 // messages matching filter at or after seq.
 func (p *planner) directCount(ctx context.Context, seq uint64, filter string) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	subject := jsutil.APIPrefix(p.js.Options()) + "DIRECT.GET." + p.info.Config.Name
-	body := fmt.Appendf(nil, `{"seq":%d,"next_by_subj":%s,"batch":1}`, seq, strconv.Quote(filter))
-	msg, err := p.js.Conn().RequestWithContext(ctx, subject, body)
+	n, err := jsutil.DirectPending(ctx, p.js, p.info.Config.Name, seq, filter, jsutil.RequestOptions{Timeout: requestTimeout})
 	if err != nil {
-		return 0, jsutil.Wrap(jsutil.RequestError(p.js.Conn(), subject, err), "count with a direct get")
+		return 0, jsutil.Wrap(err, "count with a direct get")
 	}
-	if status := msg.Header.Get("Status"); status != "" {
-		if status == "404" {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("count with a direct get: status %s %s", status, msg.Header.Get("Description"))
-	}
-	n, err := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("count with a direct get: the reply has no pending count")
-	}
-	return n + 1, nil // the message sent is not counted as pending
+	return n, nil
 }

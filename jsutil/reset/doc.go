@@ -36,6 +36,9 @@
 // followed up: the step looks at what the server holds (is the consumer
 // there, created when, with which configuration and position?) and
 // finishes, retrying within Options.Settle while the client reconnects.
+// Requests go through jsutil's request layer (jsutil.Request): reads are
+// sent again under its retry rule, changes only after a transient server
+// error, and the follow-up loops are paced by jsutil.Retrier.
 // A permission denial is never taken for a lost reply or for a server
 // without the reset API: the server reports it to the connection
 // (jsutil.RequestError), and the change stops there with nothing changed;

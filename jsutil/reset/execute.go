@@ -10,6 +10,7 @@ import (
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 )
 
 // Execute applies a plan. For each change it writes an intent record, makes
@@ -49,7 +50,6 @@ func Execute(ctx context.Context, js jetstream.JetStream, plan *Plan, opts Optio
 	n := len(plan.Changes)
 	errs := make([]error, n)
 	var stop atomic.Bool
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
 	run := func(i int) {
@@ -67,21 +67,17 @@ func Execute(ctx context.Context, js jetstream.JetStream, plan *Plan, opts Optio
 	}
 	p.progress(0, n)
 	run(0)
-	sem := make(chan struct{}, opts.Concurrency)
+	var g errgroup.Group
+	g.SetLimit(opts.Concurrency)
 	for i := 1; i < n && !stop.Load() && ctx.Err() == nil; i++ {
-		sem <- struct{}{}
-		if stop.Load() {
-			<-sem
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			run(i)
-		}()
+		g.Go(func() error {
+			if !stop.Load() { // a change failed while this one waited
+				run(i)
+			}
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // errors are in errs
 	var first error
 	failed := 0
 	for _, err := range errs {

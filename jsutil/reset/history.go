@@ -187,7 +187,7 @@ func (p *planner) record(ctx context.Context, r Record) error {
 		return err
 	}
 	key := HistoryKey(r.Stream, r.Consumer)
-	deadline := time.Now().Add(p.opts.Settle)
+	rt := jsutil.RetryEvery(p.opts.Settle, 200*time.Millisecond)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
 		_, err = kv.Put(pctx, key, b)
@@ -196,7 +196,7 @@ func (p *planner) record(ctx context.Context, r Record) error {
 			return nil
 		}
 		err = jsutil.RequestError(p.js.Conn(), kvSubject(p.js, bucket, key), err)
-		if !lost(err) || time.Now().After(deadline) || !again(ctx, err, deadline, 200*time.Millisecond) {
+		if !lost(err) || !rt.Again(ctx, err) {
 			return jsutil.Wrap(err, "record reset of consumer %q on %q in %q", r.Consumer, r.Stream, bucket)
 		}
 		if ok, herr := recorded(ctx, p.js, bucket, r.Stream, r.Consumer, r.ChangeID); herr == nil && ok {

@@ -32,11 +32,6 @@ func timeText(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// sameTime reports whether a recorded time is t.
-func sameTime(recorded *time.Time, t time.Time) bool {
-	return recorded != nil && recorded.Equal(t)
-}
-
 // streamCreated is the creation time of the planner's stream.
 func (p *planner) streamCreated() *time.Time {
 	if p.info.Created.IsZero() {

@@ -221,7 +221,7 @@ func (s *intents) begin(ctx context.Context, in *Intent) error {
 		return err
 	}
 	key := HistoryKey(in.Stream, in.Consumer)
-	deadline := time.Now().Add(s.settle)
+	rt := jsutil.RetryEvery(s.settle, 200*time.Millisecond)
 	for {
 		cctx, cancel := s.ctx(ctx)
 		rev, err := kv.Create(cctx, key, val)
@@ -245,10 +245,10 @@ func (s *intents) begin(ctx context.Context, in *Intent) error {
 				return jsutil.Wrap(gerr, "%s", what)
 			}
 			// Deleted meanwhile, or unreadable for now: try again.
-		} else if !lost(err) || ctx.Err() != nil || time.Now().After(deadline) {
+		} else if !lost(err) || ctx.Err() != nil || rt.Expired() {
 			return jsutil.Wrap(err, "%s", what)
 		}
-		if !again(ctx, err, deadline, 200*time.Millisecond) || time.Now().After(deadline) {
+		if !rt.Again(ctx, err) || rt.Expired() {
 			return jsutil.Wrap(err, "%s", what)
 		}
 	}
@@ -281,7 +281,7 @@ func (s *intents) update(ctx context.Context, in *Intent) error {
 func (s *intents) rewrite(ctx context.Context, kv jetstream.KeyValue, in *Intent, val []byte, what string,
 	readBack func(cur *Intent) (landed, beaten bool)) (bool, error) {
 	key := HistoryKey(in.Stream, in.Consumer)
-	deadline := time.Now().Add(s.settle)
+	rt := jsutil.RetryEvery(s.settle, 200*time.Millisecond)
 	for {
 		uctx, cancel := s.ctx(ctx)
 		rev, err := kv.Update(uctx, key, val, in.revision)
@@ -301,7 +301,7 @@ func (s *intents) rewrite(ctx context.Context, kv jetstream.KeyValue, in *Intent
 				return false, nil
 			}
 		}
-		if !lost(err) || time.Now().After(deadline) || !again(ctx, err, deadline, 200*time.Millisecond) {
+		if !lost(err) || !rt.Again(ctx, err) {
 			return false, jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "%s", what)
 		}
 	}
@@ -341,7 +341,7 @@ func (s *intents) complete(ctx context.Context, in *Intent) error {
 		return jsutil.Wrap(err, "complete the intent record of consumer %q on %q", in.Consumer, in.Stream)
 	}
 	key := HistoryKey(in.Stream, in.Consumer)
-	deadline := time.Now().Add(s.settle)
+	rt := jsutil.RetryEvery(s.settle, 200*time.Millisecond)
 	for {
 		dctx, cancel := s.ctx(ctx)
 		err = kv.Delete(dctx, key, jetstream.LastRevision(in.revision))
@@ -353,10 +353,10 @@ func (s *intents) complete(ctx context.Context, in *Intent) error {
 		if gerr == nil && (cur == nil || cur.ID != in.ID) {
 			return nil // deleted (our lost reply) or another change's record
 		}
-		if !lost(err) || time.Now().After(deadline) {
+		if !lost(err) || rt.Expired() {
 			return jsutil.Wrap(jsutil.RequestError(s.js.Conn(), kvSubject(s.js, s.bucket, key), err), "complete the intent record of consumer %q on %q", in.Consumer, in.Stream)
 		}
-		if !again(ctx, err, deadline, 200*time.Millisecond) {
+		if !rt.Again(ctx, err) {
 			return err
 		}
 	}
@@ -486,16 +486,4 @@ func kvSubject(js jetstream.JetStream, bucket, key string) string {
 		return "$JS." + o.Domain + ".API.$KV." + bucket + "." + key
 	}
 	return "$KV." + bucket + "." + key
-}
-
-// sleepCtx waits d; false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -325,13 +325,18 @@ func serverNow(st *consumerState, t0 time.Time) time.Time {
 // retrying within Settle while the server does not answer; pausing is
 // idempotent.
 func (x *executor) setPause(ctx context.Context, c *Change, until time.Time) error {
-	deadline := time.Now().Add(x.opts.Settle)
-	for attempt := 0; ; attempt++ {
+	rt := jsutil.RetryUntil(x.opts.Settle)
+	for {
 		err := pauseConsumer(ctx, x.js, c.Stream, c.Consumer, until, x.opts.Timeout)
-		if err == nil || !lost(err) || time.Now().After(deadline) || !again(ctx, err, deadline, backoff(attempt)) {
+		if err == nil || !lost(err) || !rt.Again(ctx, err) {
 			return err
 		}
 	}
+}
+
+// pollPause is poll's wait before attempt+1: 50, 100, then 200ms.
+func pollPause(attempt int) time.Duration {
+	return min(50*time.Millisecond<<min(attempt, 2), 200*time.Millisecond)
 }
 
 // errPollTimeout is poll's error when its condition did not come true.
@@ -341,8 +346,8 @@ var errPollTimeout = errors.New("not reached in time")
 // d. Errors that say the server did not answer are retried; others end
 // the poll.
 func (x *executor) poll(ctx context.Context, d time.Duration, check func() (bool, error)) error {
-	deadline := time.Now().Add(d)
-	for attempt := 0; ; attempt++ {
+	rt := &jsutil.Retrier{Deadline: time.Now().Add(d), Pause: pollPause}
+	for {
 		ok, err := check()
 		if ok {
 			return nil
@@ -350,13 +355,13 @@ func (x *executor) poll(ctx context.Context, d time.Duration, check func() (bool
 		if err != nil && !lost(err) {
 			return err
 		}
-		if time.Now().After(deadline) {
+		if rt.Expired() {
 			if err != nil {
 				return err
 			}
 			return errPollTimeout
 		}
-		if !again(ctx, err, deadline, min(50*time.Millisecond<<min(attempt, 2), 200*time.Millisecond)) {
+		if !rt.Again(ctx, err) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 )
 
 // Method is how a consumer is moved.
@@ -240,8 +241,8 @@ func (p *planner) progress(done, total int) {
 // reports progress. It returns the error of the lowest i that failed.
 func (p *planner) each(ctx context.Context, n int, fn func(i int) error) error {
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, p.opts.Concurrency)
+	var g errgroup.Group
+	g.SetLimit(p.opts.Concurrency)
 	var mu sync.Mutex
 	done := 0
 	p.progress(0, n)
@@ -250,20 +251,17 @@ func (p *planner) each(ctx context.Context, n int, fn func(i int) error) error {
 			errs[i] = ctx.Err()
 			break
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			errs[i] = fn(i)
 			mu.Lock()
 			done++
 			d := done
 			mu.Unlock()
 			p.progress(d, n)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // errors are in errs
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -349,19 +347,18 @@ func NewPlan(ctx context.Context, js jetstream.JetStream, stream string, consume
 	var pending []*Intent
 	var bad []BadRecord
 	var pendingErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	var reading errgroup.Group
+	reading.Go(func() error {
 		pending, bad, pendingErr = p.unfinished(ctx)
-	}()
+		return nil
+	})
 	plan.Changes = make([]*Change, len(consumers))
 	errs := make([]error, len(consumers))
 	eachErr := p.each(ctx, len(consumers), func(i int) error {
 		plan.Changes[i], errs[i] = p.planOne(ctx, consumers[i], target)
 		return nil
 	})
-	wg.Wait()
+	_ = reading.Wait() // its error is pendingErr
 	if eachErr != nil {
 		// Cancelled before every consumer was planned.
 		return nil, jsutil.Wrap(eachErr, "reset consumers on %q", stream)

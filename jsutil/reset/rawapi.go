@@ -24,14 +24,7 @@ type consumerState struct {
 	info *jetstream.ConsumerInfo
 }
 
-type apiError struct {
-	Code        int    `json:"code"`
-	ErrCode     uint16 `json:"err_code"`
-	Description string `json:"description"`
-}
-
 type rawInfoResponse struct {
-	Error  *apiError `json:"error,omitempty"`
 	Config rawConfig `json:"config"`
 }
 
@@ -46,71 +39,21 @@ func orRequestTimeout(d time.Duration) time.Duration {
 	return d
 }
 
-// request sends one JetStream API request and returns the reply payload, or
-// the API error as a *jetstream.APIError (so jsutil.Wrap can class it).
-//
-// A 503 reply (the cluster is busy electing a leader; the request was not
-// applied) is retried for up to about five seconds.
+// request sends one JetStream API request that changes something through
+// jsutil's request layer (jsutil.Request): it is sent again only after a
+// transient server error (not applied); after a lost reply the steps of
+// apply.go look at what the server holds. The API error comes back as a
+// *jetstream.APIError (or nats.go's not-found sentinels), so jsutil.Wrap
+// can class it.
 func request(ctx context.Context, js jetstream.JetStream, subject string, body []byte) ([]byte, error) {
-	var data []byte
-	var err error
-	for attempt := 1; ; attempt++ {
-		data, err = requestOnce(ctx, js, subject, body)
-		if attempt == 10 || !unavailable(err) {
-			return data, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-		}
-	}
+	return jsutil.Request(ctx, js, subject, body, jsutil.RequestOptions{Timeout: requestTimeout, Once: true})
 }
 
-func requestOnce(ctx context.Context, js jetstream.JetStream, subject string, body []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	full := jsutil.APIPrefix(js.Options()) + subject
-	msg, err := js.Conn().RequestWithContext(ctx, full, body)
-	if err != nil {
-		// A denied request is never answered: tell that apart from a
-		// lost reply.
-		return nil, jsutil.RequestError(js.Conn(), full, err)
-	}
-	var head struct {
-		Error *apiError `json:"error,omitempty"`
-	}
-	if err := json.Unmarshal(msg.Data, &head); err != nil {
-		return nil, fmt.Errorf("read reply to %s: %w", subject, err)
-	}
-	if head.Error != nil {
-		return nil, jsutil.RequestError(js.Conn(), full, toAPIError(head.Error))
-	}
-	return msg.Data, nil
-}
-
-func toAPIError(e *apiError) error {
-	switch jetstream.ErrorCode(e.ErrCode) {
-	case jetstream.JSErrCodeConsumerNotFound:
-		return jetstream.ErrConsumerNotFound
-	case jetstream.JSErrCodeStreamNotFound:
-		return jetstream.ErrStreamNotFound
-	}
-	return &jetstream.APIError{Code: e.Code, ErrorCode: jetstream.ErrorCode(e.ErrCode), Description: e.Description}
-}
-
-// loadConsumer reads a consumer's info, keeping its configuration raw.
-// A replicated consumer electing a leader does not answer: an unanswered
-// request is tried three times in all.
+// loadConsumer reads a consumer's info, keeping its configuration raw. The
+// read is sent again by the request layer's retry rule while unanswered
+// (a replicated consumer electing a leader does not answer), within ctx.
 func loadConsumer(ctx context.Context, js jetstream.JetStream, stream, consumer string) (*consumerState, error) {
-	var data []byte
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		data, err = request(ctx, js, fmt.Sprintf("CONSUMER.INFO.%s.%s", stream, consumer), nil)
-		if err == nil || !unanswered(err) || ctx.Err() != nil {
-			break
-		}
-	}
+	data, err := jsutil.Request(ctx, js, fmt.Sprintf("CONSUMER.INFO.%s.%s", stream, consumer), nil, jsutil.RequestOptions{Timeout: requestTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -251,21 +194,6 @@ func (c rawConfig) withoutServerMetadata() rawConfig {
 	return out
 }
 
-// unanswered reports a request nobody answered: no responders, a timeout,
-// or the server's "bad request" for an API subject it does not serve (a
-// consumer's own reset subject when it has no leader, or a server without
-// that API).
-func unanswered(err error) bool {
-	if errors.Is(err, jsutil.ErrPermission) {
-		return false
-	}
-	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10003 // bad request: unknown API
-}
-
 // lacksResetAPI reports an in-place reset the server could not route: no
 // responders or "bad request" for the reset subject. A timeout is not
 // that: the reset may have been applied and its reply lost.
@@ -281,18 +209,9 @@ func lacksResetAPI(err error) bool {
 }
 
 // lost reports an error after which the request's outcome is unknown or the
-// server was briefly unavailable: no answer in time, no responders, a
-// connection being re-established, JetStream not ready (503). It is never
-// a permission denial.
-func lost(err error) bool {
-	if err == nil || errors.Is(err, jsutil.ErrPermission) {
-		return false
-	}
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrDisconnected) ||
-		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) || unavailable(err)
-}
+// server was briefly unavailable: the request layer's retry rule
+// (jsutil.Retryable). It is never a permission denial.
+func lost(err error) bool { return jsutil.Retryable(err) }
 
 // wrapConsumer names the stream and consumer in an error.
 func wrapConsumer(err error, stream, consumer string) error {

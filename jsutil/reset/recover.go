@@ -337,7 +337,7 @@ func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange, opt
 			// Made by the interrupted run: have the server write its
 			// metadata once more (see confirmCreate).
 			if cfg, cerr := rawOf(rc.state.raw.json()); cerr == nil {
-				out, err = x.confirmCreate(ctx, c, cfg.withoutServerMetadata(), time.Now().Add(x.opts.Settle))
+				out, err = x.confirmCreate(ctx, c, cfg.withoutServerMetadata(), jsutil.RetryUntil(x.opts.Settle))
 				c.proof = rc.state
 			}
 		}

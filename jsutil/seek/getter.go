@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -52,13 +51,13 @@ type getter interface {
 	info(ctx context.Context) (streamState, error)
 }
 
-// apiGetter sends raw JetStream API requests over the connection of a
-// jetstream.JetStream, honouring its domain or API prefix.
+// apiGetter sends JetStream API requests about one stream through jsutil's
+// request layer (jsutil.Request: the domain's API prefix, one retry rule;
+// every request seek sends is a read, so one left unanswered, as during a
+// stream leader election, is sent again within the retry budget).
 type apiGetter struct {
-	nc      *nats.Conn
-	prefix  string // e.g. "$JS.API."
-	name    string
-	timeout time.Duration
+	js   jetstream.JetStream
+	name string
 }
 
 func newAPIGetter(js jetstream.JetStream, stream string) (*apiGetter, error) {
@@ -68,14 +67,8 @@ func newAPIGetter(js jetstream.JetStream, stream string) (*apiGetter, error) {
 	if err := checkStreamName(stream); err != nil {
 		return nil, err
 	}
-	o := js.Options()
-	return &apiGetter{nc: js.Conn(), prefix: APIPrefix(o), name: stream, timeout: o.DefaultTimeout}, nil
+	return &apiGetter{js: js, name: stream}, nil
 }
-
-// APIPrefix returns the JetStream API subject prefix (with its final dot)
-// that a jetstream.JetStream made with these options sends requests to; it
-// is jsutil.APIPrefix.
-func APIPrefix(o jetstream.JetStreamOptions) string { return jsutil.APIPrefix(o) }
 
 func checkStreamName(name string) error {
 	if why := jsutil.NameProblem(name); why != "" {
@@ -86,66 +79,18 @@ func checkStreamName(name string) error {
 
 func (g *apiGetter) stream() string { return g.name }
 
-// requestAttempts is how often a request whose answer was lost is sent.
-// In a cluster only the stream leader answers message gets, so a request
-// that arrives during a leader election is dropped; every request seek
-// sends is a read, so sending it again is safe.
-const requestAttempts = 2
-
-// send sends one request, each attempt bounded by the JetStream handle's
-// default timeout (even under a longer context deadline), and retries a
-// request that got no answer.
-func (g *apiGetter) send(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
-	var err error
-	for attempt := 1; ; attempt++ {
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if g.timeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, g.timeout)
-		}
-		var msg *nats.Msg
-		msg, err = g.nc.RequestWithContext(actx, subject, body)
-		cancel()
-		if err == nil {
-			return msg, nil
-		}
-		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
-		if denied := jsutil.DeniedSubject(g.nc.LastError()); lost && denied != "" {
-			// The server refused to route a request of this connection
-			// (this one, or one sent alongside it): asking again would
-			// only wait out the timeout a second time.
-			return nil, jsutil.DeniedError(denied)
-		}
-		if !lost || attempt >= requestAttempts || ctx.Err() != nil {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// request sends one API request and decodes the JSON reply into v,
-// returning the API error the reply carries, if any.
-func (g *apiGetter) request(ctx context.Context, api string, body []byte, v any) (*jetstream.APIError, error) {
-	msg, err := g.send(ctx, g.prefix+api+"."+g.name, body)
+// request sends one API request about the stream and decodes the JSON
+// reply into v; an error reply comes back as the error (see
+// jsutil.Request).
+func (g *apiGetter) request(ctx context.Context, api string, body []byte, v any) error {
+	data, err := jsutil.Request(ctx, g.js, api+"."+g.name, body, jsutil.RequestOptions{})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var env struct {
-		Error *jetstream.APIError `json:"error"`
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("read reply: %w", err)
 	}
-	if err := json.Unmarshal(msg.Data, &env); err != nil {
-		return nil, fmt.Errorf("read reply: %w", err)
-	}
-	if env.Error != nil {
-		return env.Error, nil
-	}
-	if err := json.Unmarshal(msg.Data, v); err != nil {
-		return nil, fmt.Errorf("read reply: %w", err)
-	}
-	return nil, nil
+	return nil
 }
 
 // errUnknownField is a strict server's refusal of start_time.
@@ -165,20 +110,18 @@ func (g *apiGetter) get(ctx context.Context, req getRequest) (*Message, error) {
 			Time     time.Time `json:"time"`
 		} `json:"message"`
 	}
-	apiErr, err := g.request(ctx, "STREAM.MSG.GET", body, &reply)
-	if err != nil {
+	err = g.request(ctx, "STREAM.MSG.GET", body, &reply)
+	var apiErr *jetstream.APIError
+	switch {
+	case err == nil:
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil, nil
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, g.notFound()
+	case req.StartTime != nil && errors.As(err, &apiErr) && apiErr.Code == 400 && strings.Contains(apiErr.Description, "unknown field"):
+		return nil, fmt.Errorf("%w: %w", errUnknownField, apiErr)
+	default:
 		return nil, g.wrap(err)
-	}
-	if apiErr != nil {
-		switch {
-		case apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-			return nil, nil
-		case apiErr.ErrorCode == jetstream.JSErrCodeStreamNotFound:
-			return nil, g.notFound()
-		case req.StartTime != nil && apiErr.Code == 400 && strings.Contains(apiErr.Description, "unknown field"):
-			return nil, fmt.Errorf("%w: %w", errUnknownField, apiErr)
-		}
-		return nil, g.wrap(apiErr)
 	}
 	if reply.Message == nil {
 		return nil, g.wrap(jetstream.ErrInvalidJetStreamResponse)
@@ -194,15 +137,11 @@ func (g *apiGetter) info(ctx context.Context) (streamState, error) {
 		} `json:"config"`
 		State streamState `json:"state"`
 	}
-	apiErr, err := g.request(ctx, "STREAM.INFO", nil, &reply)
-	if err != nil {
-		return streamState{}, g.wrap(err)
-	}
-	if apiErr != nil {
-		if apiErr.ErrorCode == jetstream.JSErrCodeStreamNotFound {
+	if err := g.request(ctx, "STREAM.INFO", nil, &reply); err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return streamState{}, g.notFound()
 		}
-		return streamState{}, g.wrap(apiErr)
+		return streamState{}, g.wrap(err)
 	}
 	st := reply.State
 	st.AllowDirect = reply.Config.AllowDirect
@@ -213,6 +152,14 @@ func (g *apiGetter) notFound() error {
 	return jsutil.Errorf(jsutil.ErrNotFound, "stream %q not found", g.name)
 }
 
+// wrap names the stream in err. A refusal by the server's permissions is
+// worded by what the user may not do (jsutil.DeniedError), naming the
+// subject the server refused.
 func (g *apiGetter) wrap(err error) error {
+	if errors.Is(err, jsutil.ErrPermission) {
+		if denied := jsutil.DeniedSubject(g.js.Conn().LastError()); denied != "" {
+			err = jsutil.DeniedError(denied)
+		}
+	}
 	return jsutil.Wrap(err, "seek stream %q", g.name)
 }

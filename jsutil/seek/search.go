@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // subject is the filter as the server takes it: ">" matches every subject.
@@ -58,20 +59,12 @@ func (s *searcher) next(ctx context.Context, seq uint64) (*Message, error) {
 func (s *searcher) serverFirstAtOrAfter(ctx context.Context, t time.Time) (m *Message, honoured bool, err error) {
 	st := clampUnixNano(t)
 	req := getRequest{StartTime: &st, NextFor: s.subject()}
-	var (
-		wg      sync.WaitGroup
-		infoErr error
-	)
+	var info errgroup.Group
 	if !s.loaded {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			infoErr = s.loadState(ctx)
-		}()
+		info.Go(func() error { return s.loadState(ctx) })
 	}
 	m, err = s.get(ctx, req)
-	wg.Wait()
-	if infoErr != nil {
+	if infoErr := info.Wait(); infoErr != nil {
 		return nil, false, infoErr
 	}
 	switch {

@@ -7,6 +7,11 @@
 // a client-side binary search over message timestamps on servers that do not
 // honour start_time. Neither reads the stream from the start.
 //
+// Every request seek sends is a read, sent through jsutil's request layer
+// (jsutil.Request): one left unanswered, as during a stream leader
+// election, is sent again within the retry budget; an answered seek costs
+// exactly the requests it needs.
+//
 // Like the server's own index, seek assumes that message timestamps do not
 // decrease as sequences grow, which holds for messages stored by one leader
 // whose clock does not step backwards.

@@ -263,23 +263,6 @@ func TestAtomicBatchTies(t *testing.T) {
 	}
 }
 
-func TestAPIPrefix(t *testing.T) {
-	cases := []struct {
-		o    jetstream.JetStreamOptions
-		want string
-	}{
-		{jetstream.JetStreamOptions{}, "$JS.API."},
-		{jetstream.JetStreamOptions{Domain: "hub"}, "$JS.hub.API."},
-		{jetstream.JetStreamOptions{APIPrefix: "JS.acct.API"}, "JS.acct.API."},
-		{jetstream.JetStreamOptions{APIPrefix: "JS.acct.API."}, "JS.acct.API."},
-	}
-	for _, c := range cases {
-		if got := APIPrefix(c.o); got != c.want {
-			t.Errorf("%+v: got %q, want %q", c.o, got, c.want)
-		}
-	}
-}
-
 // TestDomain checks that requests go to the JetStream domain's API prefix.
 func TestDomain(t *testing.T) {
 	s := testserver.Start(t, func(o *server.Options) { o.JetStreamDomain = "hub" })

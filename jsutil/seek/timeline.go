@@ -2,14 +2,13 @@ package seek
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"golang.org/x/sync/errgroup"
 )
 
 // Counting methods of a timeline, from cheapest to most general.
@@ -129,7 +128,7 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 	if res.Used == Auto {
 		res.Used = Server
 	}
-	first, err := s.next(ctx, max(s.state.FirstSeq, 1))
+	first, last, err := timelineWindow(ctx, s, res)
 	if err != nil {
 		return nil, err
 	}
@@ -137,9 +136,30 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 		res.Requests = s.rounds
 		return res, nil // nothing matches: no buckets
 	}
-	last, err := s.lastBefore(ctx, s.state.LastSeq+1)
-	if err != nil {
+	bounds, shown := timelineBounds(res, opts)
+	res.Method = countMethod(opts.Subject, s.state)
+	run := newTimelineRun(js, g, s, so.Strategy, res, bounds, first, last, opts.Progress)
+	if err := run.seekBounds(ctx); err != nil {
 		return nil, err
+	}
+	if err := run.countPositions(ctx); err != nil {
+		return nil, err
+	}
+	res.Requests = run.requests
+	run.fillBuckets(shown)
+	return res, nil
+}
+
+// timelineWindow finds the first and last matching messages (first nil:
+// none matches) and sets the window's ends the options left open.
+func timelineWindow(ctx context.Context, s *searcher, res *TimelineResult) (first, last *Message, err error) {
+	first, err = s.next(ctx, max(s.state.FirstSeq, 1))
+	if err != nil || first == nil {
+		return nil, nil, err
+	}
+	last, err = s.lastBefore(ctx, s.state.LastSeq+1)
+	if err != nil {
+		return nil, nil, err
 	}
 	if last == nil {
 		last = first
@@ -151,134 +171,174 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 		res.Until = last.Time
 	}
 	if res.Until.Before(res.Since) {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "until (%s) is before since (%s)",
+		return nil, nil, jsutil.Errorf(jsutil.ErrBadInput, "until (%s) is before since (%s)",
 			res.Until.UTC().Format(time.RFC3339Nano), res.Since.UTC().Format(time.RFC3339Nano))
 	}
+	return first, last, nil
+}
 
-	// Boundaries: n+1 times, the last one just past Until so the last
-	// bucket includes it. ParseTime bounds times so the span fits. Rounded
-	// boundaries (shown) may lie outside the window: the ones sought and
-	// counted from are clamped to it.
+// timelineBounds returns the n+1 boundaries that are sought and counted
+// from, the last one just past Until so the last bucket includes it, and,
+// when rounded, the boundaries shown (which may lie outside the window:
+// the ones sought are clamped to it). ParseTime bounds times so the span
+// fits. It sets res.Width.
+func timelineBounds(res *TimelineResult, opts TimelineOptions) (bounds, shown []time.Time) {
 	n := opts.Buckets
 	span := res.Until.Sub(res.Since)
-	var shown []time.Time
 	res.Width = span / time.Duration(n)
 	if w := NiceWidth(span, n); opts.Round && w > 0 {
 		shown = roundedBounds(res.Since, res.Until, w, opts.Location)
 		n = len(shown) - 1
 		res.Width = w
 	}
-	bounds := make([]time.Time, n+1)
+	past := res.Until.Add(time.Nanosecond)
+	bounds = make([]time.Time, n+1)
 	for i := range n {
 		bounds[i] = res.Since.Add(span/time.Duration(n)*time.Duration(i) + span%time.Duration(n)*time.Duration(i)/time.Duration(n))
 	}
-	bounds[n] = res.Until.Add(time.Nanosecond)
-	if shown != nil {
-		for i, b := range shown {
-			switch past := res.Until.Add(time.Nanosecond); {
-			case b.Before(res.Since):
-				bounds[i] = res.Since
-			case b.After(past):
-				bounds[i] = past
-			default:
-				bounds[i] = b
-			}
+	bounds[n] = past
+	for i, b := range shown {
+		switch {
+		case b.Before(res.Since):
+			bounds[i] = res.Since
+		case b.After(past):
+			bounds[i] = past
+		default:
+			bounds[i] = b
 		}
 	}
+	return bounds, shown
+}
 
+// countMethod is the cheapest exact way to count the stream's messages
+// matching subject.
+func countMethod(subject string, st streamState) string {
 	switch {
-	case opts.Subject == "" && s.state.NumDeleted == 0:
-		res.Method = CountBySequence
-	case s.state.AllowDirect:
-		res.Method = CountByDirectGet
-	default:
-		res.Method = CountByConsumer
+	case subject == "" && st.NumDeleted == 0:
+		return CountBySequence
+	case st.AllowDirect:
+		return CountByDirectGet
 	}
-	end := s.state.LastSeq + 1
-	positions := make([]uint64, n+1)
-	var seek []int // boundaries that need a request
+	return CountByConsumer
+}
+
+// timelineRun is the work of one timeline after its window is known:
+// the stream position of each boundary and the count from each distinct
+// position, done concurrently.
+type timelineRun struct {
+	js       jetstream.JetStream
+	g        *apiGetter
+	state    streamState
+	filter   string
+	strategy Strategy
+	res      *TimelineResult
+	bounds   []time.Time
+	end      uint64 // the position past the last message
+	seek     []int  // boundaries that need a request
+	progress *timelineProgress
+
+	mu        sync.Mutex
+	positions []uint64          // per boundary
+	counted   map[uint64]uint64 // matching messages from each position
+	unique    []uint64          // the distinct positions to count from
+	requests  int
+}
+
+// newTimelineRun places the boundaries at or before the first matching
+// message, or after the last, without a request; the others are sought.
+func newTimelineRun(js jetstream.JetStream, g *apiGetter, s *searcher, strategy Strategy, res *TimelineResult, bounds []time.Time, first, last *Message, progress func(done, total int)) *timelineRun {
+	r := &timelineRun{js: js, g: g, state: s.state, filter: s.filter, strategy: strategy, res: res, bounds: bounds,
+		end: s.state.LastSeq + 1, positions: make([]uint64, len(bounds)), requests: s.rounds}
+	r.counted = map[uint64]uint64{r.end: 0}
 	for i, b := range bounds {
 		switch {
 		case !b.After(first.Time):
-			positions[i] = first.Sequence
+			r.positions[i] = first.Sequence
 		case b.After(last.Time):
-			positions[i] = end
+			r.positions[i] = r.end
 		default:
-			seek = append(seek, i)
+			r.seek = append(r.seek, i)
 		}
 	}
-	counted := map[uint64]uint64{end: 0}
-	var unique []uint64
-	for _, pos := range positions {
-		if _, ok := counted[pos]; !ok && pos != 0 {
-			counted[pos] = 0
-			unique = append(unique, pos)
-		}
+	for _, pos := range r.positions {
+		r.addPosition(pos)
 	}
-	p := &timelineProgress{fn: opts.Progress, total: len(seek) + len(unique)}
-	var mu sync.Mutex
-	requests := s.rounds
-	// Phase 1: seek the boundaries inside the matching messages.
-	err = parallel(ctx, len(seek), func(ctx context.Context, k int) error {
-		i := seek[k]
-		ws := &searcher{g: g, filter: opts.Subject, state: s.state, loaded: true}
-		m, used, err := ws.firstAtOrAfter(ctx, bounds[i], so.Strategy)
-		mu.Lock()
-		requests += ws.rounds
+	r.progress = &timelineProgress{fn: progress, total: len(r.seek) + len(r.unique)}
+	return r
+}
+
+// addPosition notes a position to count from; it says whether it is new.
+// The caller holds mu, or is alone.
+func (r *timelineRun) addPosition(pos uint64) bool {
+	if _, ok := r.counted[pos]; ok || pos == 0 {
+		return false
+	}
+	r.counted[pos] = 0
+	r.unique = append(r.unique, pos)
+	return true
+}
+
+// seekBounds seeks the boundaries inside the matching messages.
+func (r *timelineRun) seekBounds(ctx context.Context) error {
+	return parallel(ctx, len(r.seek), func(ctx context.Context, k int) error {
+		i := r.seek[k]
+		ws := &searcher{g: r.g, filter: r.filter, state: r.state, loaded: true}
+		m, used, err := ws.firstAtOrAfter(ctx, r.bounds[i], r.strategy)
+		r.mu.Lock()
+		r.requests += ws.rounds
 		if err == nil {
-			res.Used = used
-			positions[i] = end
+			r.res.Used = used
+			r.positions[i] = r.end
 			if m != nil {
-				positions[i] = m.Sequence
+				r.positions[i] = m.Sequence
 			}
-			if _, ok := counted[positions[i]]; !ok {
-				counted[positions[i]] = 0
-				unique = append(unique, positions[i])
-				p.grow()
+			if r.addPosition(r.positions[i]) {
+				r.progress.grow()
 			}
 		}
-		mu.Unlock()
-		p.step()
+		r.mu.Unlock()
+		r.progress.step()
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	// Phase 2: count the matching messages from each distinct position.
-	err = parallel(ctx, len(unique), func(ctx context.Context, k int) error {
-		mu.Lock()
-		pos := unique[k]
-		mu.Unlock()
-		c, err := countFrom(ctx, js, g, s.state, pos, opts.Subject, res.Method)
-		mu.Lock()
-		counted[pos] = c
-		if res.Method != CountBySequence && pos <= s.state.LastSeq {
-			requests++
+}
+
+// countPositions counts the matching messages from each distinct position.
+func (r *timelineRun) countPositions(ctx context.Context) error {
+	return parallel(ctx, len(r.unique), func(ctx context.Context, k int) error {
+		r.mu.Lock()
+		pos := r.unique[k]
+		r.mu.Unlock()
+		c, err := countFrom(ctx, r.js, r.g, r.state, pos, r.filter, r.res.Method)
+		r.mu.Lock()
+		r.counted[pos] = c
+		if r.res.Method != CountBySequence && pos <= r.state.LastSeq {
+			r.requests++
 		}
-		mu.Unlock()
-		p.step()
+		r.mu.Unlock()
+		r.progress.step()
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	res.Requests = requests
+}
+
+// fillBuckets makes the buckets from the counts (shown: the rounded
+// boundaries, when rounded).
+func (r *timelineRun) fillBuckets(shown []time.Time) {
+	res, n := r.res, len(r.bounds)-1
 	for i := range n {
 		c := uint64(0)
-		if a, b := counted[positions[i]], counted[positions[i+1]]; a > b {
+		if a, b := r.counted[r.positions[i]], r.counted[r.positions[i+1]]; a > b {
 			c = a - b
 		}
-		start, end := bounds[i], bounds[i+1]
+		start, end := r.bounds[i], r.bounds[i+1]
 		if i == n-1 {
 			end = res.Until
 		}
 		if shown != nil {
 			start, end = shown[i], shown[i+1]
 		}
-		res.Buckets = append(res.Buckets, Bucket{Start: start, End: end, Count: c, Sequence: positions[i]})
+		res.Buckets = append(res.Buckets, Bucket{Start: start, End: end, Count: c, Sequence: r.positions[i]})
 		res.Total += c
 	}
-	return res, nil
 }
 
 // timelineProgress reports a timeline's progress, one call at a time.
@@ -308,42 +368,18 @@ func (p *timelineProgress) step() {
 // parallel runs do(ctx, k) for k in [0, n) with at most TimelineConcurrency
 // at once and returns the first error (the others are cancelled).
 func parallel(ctx context.Context, n int, do func(ctx context.Context, k int) error) error {
-	if n == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		next  = make(chan int)
-	)
-	for range min(n, TimelineConcurrency) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range next {
-				if err := do(ctx, k); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			}
-		}()
-	}
-feed:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(TimelineConcurrency)
 	for k := range n {
-		select {
-		case next <- k:
-		case <-ctx.Done():
-			break feed
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return do(gctx, k) })
 	}
-	close(next)
-	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		first = ctx.Err()
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	return first
+	return ctx.Err()
 }
 
 // countFrom returns the number of messages matching subject with sequence
@@ -382,24 +418,9 @@ func countFrom(ctx context.Context, js jetstream.JetStream, g *apiGetter, st str
 // directPending asks a direct get (batch of one) from seq for the number of
 // matching messages at or after seq.
 func (g *apiGetter) directPending(ctx context.Context, seq uint64, subject string) (uint64, error) {
-	if subject == "" {
-		subject = ">"
-	}
-	body := fmt.Appendf(nil, `{"seq":%d,"next_by_subj":%s,"batch":1}`, seq, strconv.Quote(subject))
-	msg, err := g.send(ctx, g.prefix+"DIRECT.GET."+g.name, body)
+	n, err := jsutil.DirectPending(ctx, g.js, g.name, seq, subject, jsutil.RequestOptions{})
 	if err != nil {
-		return 0, g.wrap(err)
+		return 0, jsutil.Wrap(err, "count messages of stream %q: direct get", g.name)
 	}
-	if st := msg.Header.Get("Status"); st != "" {
-		if st == "404" {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("count messages of stream %q: direct get: status %s %s", g.name, st, msg.Header.Get("Description"))
-	}
-	np, err := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("count messages of stream %q: direct get reply has no pending count", g.name)
-	}
-	// The server counts the message it sends out of the pending count.
-	return np + 1, nil
+	return n, nil
 }
