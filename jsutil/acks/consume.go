@@ -157,9 +157,12 @@ type loop struct {
 	leases      *leases
 	queue       chan *job
 	completions chan *pendingDone
-	doneSlots   chan struct{} // one per done write in flight (doneAsync)
-	freed       chan struct{}
-	fallbacks   sync.WaitGroup
+	// unsettled holds one token per message whose handler started and
+	// whose outcome is not settled yet (its done write not confirmed):
+	// the messages that may run again if the process is killed.
+	unsettled chan struct{}
+	freed     chan struct{}
+	fallbacks sync.WaitGroup
 
 	mu       sync.Mutex
 	sum      Summary
@@ -184,13 +187,14 @@ type loop struct {
 func (l *loop) run(ctx context.Context) (Summary, error) {
 	c := l.c
 	l.queue = make(chan *job, 2*c.workers*max(c.batch, 1)+l.maxExtra)
-	// At most as many done writes are in flight (sent, not yet confirmed
-	// or settled by the synchronous path) as messages are handled at once
-	// (workers × batch), so a jsctl killed mid-run leaves at most
-	// 2 × workers × batch messages whose handler started and whose done
-	// write it had not seen confirmed: the messages that may run again.
-	l.doneSlots = make(chan struct{}, c.workers*max(c.batch, 1))
-	l.completions = make(chan *pendingDone, c.workers*max(c.batch, 1))
+	// A handler starts only while fewer than 2 × workers × batch messages
+	// are unsettled (their handler started, their done write not yet
+	// confirmed), so a jsctl killed mid-run leaves at most that many
+	// messages that may run again. Between them, the done writes of
+	// handlers that finished are in flight together (see doneAsync).
+	unsettled := 2 * c.workers * max(c.batch, 1)
+	l.unsettled = make(chan struct{}, unsettled)
+	l.completions = make(chan *pendingDone, unsettled)
 	// Handlers run on a context that survives ctx's cancellation for the
 	// drain timeout, so they can finish and leave no claim behind; then it
 	// is cancelled with ErrStopped (see ErrStopped).
@@ -246,104 +250,6 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	return l.sum, fatal
 }
 
-// fetch pulls messages into the queue until a stop condition holds; it
-// returns an error only when the consumer is gone for good.
-func (l *loop) fetch(ctx context.Context) error {
-	c := l.c
-	l.mu.Lock()
-	l.lastMsg = time.Now()
-	l.mu.Unlock()
-	lastFloor, lastSweep := time.Now(), time.Now()
-	var notFoundSince time.Time
-	retry := 50 * time.Millisecond
-	for ctx.Err() == nil {
-		if err := l.denial(); err != nil {
-			return err
-		}
-		l.mu.Lock()
-		room := c.workers*max(c.batch, 1) + l.extra() - l.active
-		handled, out, active, lastMsg := l.sum.Handled(), l.out, l.active, l.lastMsg
-		l.mu.Unlock()
-		if c.max > 0 {
-			if handled >= c.max {
-				return nil
-			}
-			room = min(room, c.max-handled-out)
-		}
-		if c.idle > 0 && out == 0 && time.Since(lastMsg) >= c.idle {
-			return nil
-		}
-		if time.Since(lastFloor) >= time.Second {
-			l.advanceFloor(ctx, false)
-			lastFloor = time.Now()
-		}
-		l.noteGivenUp(ctx)
-		if time.Since(lastSweep) >= c.lease {
-			l.sweep(ctx)
-			lastSweep = time.Now()
-		}
-		if room <= 0 {
-			select {
-			case <-ctx.Done():
-			case <-l.freed:
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		wait := time.Second
-		if c.idle > 0 {
-			wait = min(wait, max(c.idle-time.Since(lastMsg), 50*time.Millisecond))
-		}
-		// With work in hand, top the queue up with what is there now and
-		// never wait in a pull request: it would hold the fetcher past the
-		// last message (--max) or past a freed worker. With nothing in hand,
-		// wait in the pull request for messages to arrive.
-		fctx, fcancel := context.WithTimeout(ctx, wait)
-		var batch jetstream.MessageBatch
-		var err error
-		if active > 0 {
-			batch, err = l.cons.FetchNoWait(room)
-		} else {
-			batch, err = l.cons.Fetch(room, jetstream.FetchContext(fctx))
-		}
-		got := 0
-		if err == nil {
-			for msg := range batch.Messages() {
-				got++
-				l.enqueue(msg)
-			}
-			err = batch.Error()
-		}
-		fcancel()
-		if active > 0 && got == 0 && (err == nil || errors.Is(err, jetstream.ErrNoMessages)) {
-			select { // nothing more now: wait for a worker, or a moment
-			case <-ctx.Done():
-			case <-l.freed:
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-		if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, jetstream.ErrNoMessages) {
-			retry, notFoundSince = 50*time.Millisecond, time.Time{}
-			continue
-		}
-		// Connection trouble, a restarting server, a leader election: retry,
-		// unless the consumer is gone for good.
-		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
-			if notFoundSince.IsZero() {
-				notFoundSince = time.Now()
-			} else if time.Since(notFoundSince) > 10*time.Second {
-				return jsutil.Wrap(err, "consume from consumer %q on stream %q", l.name, l.stream)
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(retry):
-		}
-		retry = min(retry*2, time.Second)
-	}
-	return nil
-}
-
 // countFailed counts the messages whose last outcome in the run was a
 // failure. A delivery can fail after a redelivery of the same message
 // succeeded (its claim got no answer during a leader election while the
@@ -370,22 +276,6 @@ func (l *loop) countFailed(ctx context.Context) {
 	l.mu.Unlock()
 }
 
-// extra is how many messages may wait in the queue beyond the workers:
-// enough to keep them busy, few enough that none waits a third of the ack
-// wait or of the lease (their claims are made as they are fetched).
-func (l *loop) extra() int {
-	// With batches, the next batch is fetched while one runs, so that it
-	// does not wait out --batch-wait to fill.
-	next := l.c.workers * l.c.batch
-	if l.avgDur <= 0 {
-		// Before a handling time is known, one message per worker: a slow
-		// handler must not leave claims made ahead waiting past the lease.
-		return next + min(l.maxExtra, l.c.workers)
-	}
-	n := int(time.Duration(l.c.workers) * (min(l.ackWait, l.c.lease) / 3) / l.avgDur)
-	return next + max(0, min(n, l.maxExtra))
-}
-
 // worker handles messages one at a time.
 func (l *loop) worker(ctx, work context.Context) {
 	c := &l.c.processConfig
@@ -406,6 +296,7 @@ func (l *loop) worker(ctx, work context.Context) {
 			l.finish(j)
 			continue
 		}
+		l.unsettle(j)
 		hctx, set := l.leases.hold(work, []*job{j})
 		herr := l.h(hctx, j.d)
 		j.stopped = herr != nil && stoppedBy(hctx)
@@ -465,8 +356,20 @@ func (l *loop) signal() {
 	}
 }
 
+// unsettle takes j's place among the unsettled messages before its
+// handler starts (waiting while the done writes of earlier ones are
+// confirmed); finish gives it back.
+func (l *loop) unsettle(j *job) {
+	l.unsettled <- struct{}{}
+	j.unsettled = true
+}
+
 // finish records j's result.
 func (l *loop) finish(j *job) {
+	if j.unsettled {
+		j.unsettled = false
+		<-l.unsettled
+	}
 	j.res.Duration = time.Since(j.got)
 	// It leaves the messages in flight and is counted in one step: seen in
 	// between, it would count in neither, and the fetcher (which takes up

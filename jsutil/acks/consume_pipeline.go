@@ -120,19 +120,17 @@ type pendingDone struct {
 	sent time.Time
 }
 
-// doneAsync publishes j's done record without waiting; the completer acks
-// the message when the write is confirmed.
-// It waits first for a free slot: the done writes in flight are bounded
-// by the messages handled at once, whether confirmed by the completer or settled by the
-// synchronous path (see run).
+// doneAsync publishes j's done record (a compare-and-set on its claim)
+// without waiting; the completer acks the message once the write is
+// confirmed, and the worker takes its next message meanwhile. The writes
+// in flight are bounded by the unsettled messages (see run): completions
+// has room for all of them, so this never blocks.
 func (l *loop) doneAsync(work context.Context, j *job) {
-	l.doneSlots <- struct{}{}
 	val := l.s.doneValue(j)
 	fut, err := l.s.js.PublishMsgAsync(l.s.kvMsg(j.kvKey, val, j.cl.rev, l.s.doneTTL()))
 	if err != nil {
 		l.s.finishDone(work, j, &l.c.processConfig) // the synchronous path, with its retries
 		l.finish(j)
-		<-l.doneSlots
 		return
 	}
 	l.completions <- &pendingDone{j: j, fut: fut, sent: time.Now()}
@@ -158,7 +156,6 @@ func (l *loop) complete(work context.Context) {
 			p.j.res.Err = ackErr(p.j.msg.Ack(), p.j.d)
 			l.s.dropWatch(work, p.j)
 			l.finish(p.j)
-			<-l.doneSlots
 			continue
 		}
 		l.fallbacks.Add(1)
@@ -166,7 +163,6 @@ func (l *loop) complete(work context.Context) {
 			defer l.fallbacks.Done()
 			l.s.finishDone(work, p.j, &l.c.processConfig)
 			l.finish(p.j)
-			<-l.doneSlots
 		}()
 	}
 }
