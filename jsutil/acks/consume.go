@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -157,6 +158,11 @@ type loop struct {
 	leases      *leases
 	queue       chan *job
 	completions chan *pendingDone
+	// inbox is the prefix of the done writes' replies, which the
+	// connection's reader puts in replies (see doneAsync).
+	inbox     string
+	replies   chan *nats.Msg
+	doneToken uint64 // the last done write's reply token (l.mu)
 	// unsettled holds one token per message whose handler started and
 	// whose outcome is not settled yet (its done write not confirmed):
 	// the messages that may run again if the process is killed.
@@ -195,6 +201,16 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	unsettled := 2 * c.workers * max(c.batch, 1)
 	l.unsettled = make(chan struct{}, unsettled)
 	l.completions = make(chan *pendingDone, unsettled)
+	// Replies to done writes (at most unsettled in flight, plus late ones
+	// for writes the completer gave up waiting for: a reply that finds the
+	// channel full is dropped, and its write confirmed by a read-back).
+	nc := l.s.js.Conn()
+	l.inbox, l.replies = nc.NewInbox()+".", make(chan *nats.Msg, 2*unsettled+64)
+	replySub, err := nc.ChanSubscribe(l.inbox+"*", l.replies)
+	if err != nil {
+		return Summary{}, jsutil.Wrap(err, "consume from consumer %q on stream %q: subscribe to replies", l.name, l.stream)
+	}
+	defer func() { _ = replySub.Unsubscribe() }()
 	// Handlers run on a context that survives ctx's cancellation for the
 	// drain timeout, so they can finish and leave no claim behind; then it
 	// is cancelled with ErrStopped (see ErrStopped).

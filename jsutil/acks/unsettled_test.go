@@ -15,16 +15,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// holdDone is a JetStream whose done writes get no answer until gate is
-// closed: the asynchronous ones are never sent (until then), the
-// synchronous ones (the fallback's retries) wait for the gate. Everything
-// else goes through.
+// holdDone holds back done writes until gate is closed: Consume's
+// pipelined ones (sent with send, see acks.SetDoneSend) are dropped
+// unanswered, the synchronous ones (the fallback's retries, through the
+// JetStream it wraps) wait for the gate. Everything else goes through.
 type holdDone struct {
 	jetstream.JetStream
 	gate chan struct{}
 
 	mu       sync.Mutex
-	async    map[string]bool // record subjects of done writes held
+	async    map[string]bool // record subjects of pipelined done writes dropped
 	fallback map[string]bool // record subjects of synchronous done writes seen
 }
 
@@ -32,19 +32,16 @@ func isDoneWrite(m *nats.Msg) bool {
 	return strings.HasPrefix(m.Subject, "$KV.") && bytes.Contains(m.Data, []byte(`"s":"done"`))
 }
 
-func (h *holdDone) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+func (h *holdDone) send(m *nats.Msg) error {
 	select {
 	case <-h.gate:
-		return h.JetStream.PublishMsgAsync(m, opts...)
+		return h.Conn().PublishMsg(m)
 	default:
-	}
-	if !isDoneWrite(m) {
-		return h.JetStream.PublishMsgAsync(m, opts...)
 	}
 	h.mu.Lock()
 	h.async[m.Subject] = true
 	h.mu.Unlock()
-	return heldFuture{m}, nil
+	return nil
 }
 
 func (h *holdDone) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
@@ -67,13 +64,6 @@ func (h *holdDone) counts() (async, fallback int) {
 	return len(h.async), len(h.fallback)
 }
 
-// heldFuture never answers (its channels are nil).
-type heldFuture struct{ m *nats.Msg }
-
-func (f heldFuture) Ok() <-chan *jetstream.PubAck { return nil }
-func (f heldFuture) Err() <-chan error            { return nil }
-func (f heldFuture) Msg() *nats.Msg               { return f.m }
-
 // Consume pipelines done writes, but a handler starts only while fewer
 // than 2 × workers messages are unsettled (handler started, done write not
 // confirmed): the messages a killed process may leave to run again
@@ -94,6 +84,7 @@ func TestUnconfirmedDoneWritesBoundTheHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	acks.SetDoneSend(st, hold.send)
 	var started atomic.Int64
 	tl := newTally()
 	h := tl.handler(func(acks.Delivery) error { started.Add(1); return nil })
