@@ -18,8 +18,10 @@ import (
 // WithMaxMessages deliveries were handled, or WithIdle passed without a
 // message. The consumer must be a pull consumer with explicit acks.
 //
-// Per new message, at one worker, the path waits for one round trip, the
-// claim; everything else is pipelined:
+// Everything a message needs is pipelined: its claim is made as it is
+// fetched, its done write and ack leave the handler's path. What sets the
+// pace with quick handlers is the bound on unsettled messages (below): at
+// one worker, two done writes per round trip.
 //   - Messages are fetched ahead of the free workers. The prefetch is
 //     bounded so that no message waits long enough to be redelivered: at most
 //     workers × (min(AckWait, lease)/3) / (average handling time) messages
@@ -27,7 +29,9 @@ import (
 //     max(64, 4×workers) (WithPrefetch), and never more than the consumer's
 //     MaxAckPending lets the server send; a message that still waited over
 //     AckWait/3 is marked in progress before it is claimed, and one whose
-//     claim made ahead ran out in the queue is claimed afresh.
+//     claim made ahead ran out in the queue is claimed afresh. While work
+//     is in hand the window is topped up once half of it is free: one pull
+//     request per half window, not one per message.
 //   - The floor is not read per message. Consume keeps a copy of the
 //     consumer's floor (read at start and at every advance): a message the
 //     copy does not cover is run, and only one it covers is checked against
@@ -35,11 +39,17 @@ import (
 //     forgetting records, so a stale copy may miss a newer extension (the
 //     message then runs, as its record was compacted) but never covers a
 //     message that was not done.
-//   - The done write is published asynchronously; the worker takes its next
-//     message meanwhile, and the message is acked (a plain ack) when its own
-//     done write is confirmed. A lost ack only causes a redelivery, which the
-//     done record catches. At most workers × batch done writes are in
-//     flight.
+//   - The done write (a compare-and-set on the claim) is published
+//     asynchronously; the worker takes its next message meanwhile, and the
+//     message is acked (a plain ack) only when its own done write is
+//     confirmed; a write without a confirmation goes through the
+//     synchronous path (retries, read-back from the leader), which acks
+//     only a record it finds done. A lost ack only causes a redelivery,
+//     which the done record catches. A handler starts only while fewer
+//     than 2 × workers × batch messages are unsettled (handler started,
+//     done write not confirmed): with quick handlers that many done writes
+//     are in flight together, and a process killed mid-run leaves at most
+//     that many messages to run again.
 //
 // A refusal of the server's permissions on any subject the run uses (its
 // pull requests, its acks, the bucket's records, the dead-letter subject)
@@ -74,14 +84,8 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 	if err := s.checkLease(c.lease); err != nil {
 		return nil, err
 	}
-	if c.workers < 1 || c.workers > MaxWorkers {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "workers %d: want 1 to %d", c.workers, MaxWorkers)
-	}
-	if c.prefetch < 0 || c.max < 0 || c.batch < 0 {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "negative prefetch, maximum or batch size")
-	}
-	if c.prefetch > MaxPrefetch || c.batch > MaxBatch {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "prefetch %d or batch size %d: want at most %d and %d", c.prefetch, c.batch, MaxPrefetch, MaxBatch)
+	if err := c.checkCounts(); err != nil {
+		return nil, err
 	}
 	if c.drain == 0 {
 		c.drain = c.lease
@@ -90,15 +94,8 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 	if err != nil {
 		return nil, jsutil.Wrap(err, "get consumer %q", consumerName(cons))
 	}
-	if info.Config.DeliverSubject != "" {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q is a push consumer: consume needs a pull consumer", info.Name, info.Stream)
-	}
-	if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
-		policy := "all"
-		if info.Config.AckPolicy == jetstream.AckNonePolicy {
-			policy = "none"
-		}
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q acks %s: idempotent processing needs explicit acks", info.Name, info.Stream, policy)
+	if err := checkPullConsumer(info); err != nil {
+		return nil, err
 	}
 	if c.maxDeliver == 0 && info.Config.MaxDeliver > 0 {
 		c.maxDeliver = info.Config.MaxDeliver
@@ -134,6 +131,36 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 		l.warnLocked(fmt.Sprintf("records are kept for %s, less than the ack wait and two leases (%s): a message whose worker stops on its last allowed delivery may go unrecorded; keep records longer (--retention)", s.doneTTL(), need))
 	}
 	return l, nil
+}
+
+// checkCounts checks the run's workers, prefetch, maximum and batch size.
+func (c *consumeConfig) checkCounts() error {
+	if c.workers < 1 || c.workers > MaxWorkers {
+		return jsutil.Errorf(jsutil.ErrBadInput, "workers %d: want 1 to %d", c.workers, MaxWorkers)
+	}
+	if c.prefetch < 0 || c.max < 0 || c.batch < 0 {
+		return jsutil.Errorf(jsutil.ErrBadInput, "negative prefetch, maximum or batch size")
+	}
+	if c.prefetch > MaxPrefetch || c.batch > MaxBatch {
+		return jsutil.Errorf(jsutil.ErrBadInput, "prefetch %d or batch size %d: want at most %d and %d", c.prefetch, c.batch, MaxPrefetch, MaxBatch)
+	}
+	return nil
+}
+
+// checkPullConsumer refuses a consumer Consume cannot use: a push
+// consumer, or one without explicit acks.
+func checkPullConsumer(info *jetstream.ConsumerInfo) error {
+	if info.Config.DeliverSubject != "" {
+		return jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q is a push consumer: consume needs a pull consumer", info.Name, info.Stream)
+	}
+	if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
+		policy := "all"
+		if info.Config.AckPolicy == jetstream.AckNonePolicy {
+			policy = "none"
+		}
+		return jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q acks %s: idempotent processing needs explicit acks", info.Name, info.Stream, policy)
+	}
+	return nil
 }
 
 func consumerName(cons jetstream.Consumer) string {
