@@ -120,6 +120,7 @@ func (l *loop) runBatch(work context.Context, batch []*job) {
 	ds := make([]Delivery, len(run))
 	for i, j := range run {
 		ds[i] = j.d
+		l.unsettle(j)
 	}
 	hctx, set := l.leases.hold(work, run)
 	results, err := l.callBatch(hctx, ds)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -113,16 +114,18 @@ func (e *procEnv) inMsgs(b *testing.B) int64 {
 	return v.InMsgs
 }
 
-// BenchmarkProcessLibrary: the library with ack records against plain
-// processing with double acks, at 1 and 16 workers, on a server in another
-// process. It reports messages per second and the server's inbound
+// BenchmarkProcessLibrary: the library with ack records against two plain
+// nats.go consumers that double-ack each message (no records), at 1 and 16
+// workers, on a server in another process: "plain" fetches one message per
+// worker at a time (Fetch), "prefetch" keeps nats.go's default pull buffer
+// full (Messages). It reports messages per second and the server's inbound
 // messages per processed message (requests, records, acks).
 //
 //	go test ./jsutil/acks -run '^$' -bench BenchmarkProcessLibrary -benchtime 20000x
 func BenchmarkProcessLibrary(b *testing.B) {
 	e := newProcEnv(b)
 	run := 0
-	for _, mode := range []string{"records", "plain"} {
+	for _, mode := range []string{"records", "plain", "prefetch"} {
 		for _, workers := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/workers=%d", mode, workers), func(b *testing.B) {
 				run++
@@ -138,16 +141,19 @@ func BenchmarkProcessLibrary(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				in := e.inMsgs(b)
+				in, srvCPU, cliCPU := e.inMsgs(b), e.serverCPU(b), selfCPU()
 				b.ResetTimer()
 				start := time.Now()
-				if st != nil {
+				switch mode {
+				case "records":
 					sum, err := st.Consume(ctx, cons, h, acks.WithWorkers(workers), acks.WithMaxMessages(b.N))
 					if err != nil || sum.Processed != b.N {
 						b.Fatalf("%+v %v", sum, err)
 					}
-				} else {
+				case "plain":
 					plainConsume(b, cons, workers, b.N, func() { handled.Add(1) })
+				default:
+					prefetchConsume(b, cons, workers, b.N, func() { handled.Add(1) })
 				}
 				elapsed := time.Since(start)
 				b.StopTimer()
@@ -156,9 +162,68 @@ func BenchmarkProcessLibrary(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
 				b.ReportMetric(float64(e.inMsgs(b)-in)/float64(b.N), "in_msgs/msg")
+				b.ReportMetric(float64(e.serverCPU(b)-srvCPU)/float64(b.N), "server_cpu_us/msg")
+				b.ReportMetric(float64(selfCPU()-cliCPU)/float64(b.N), "client_cpu_us/msg")
 			})
 		}
 	}
+}
+
+// serverCPU is the CPU time the server process has used, in microseconds
+// (user and system, from /proc; 10ms resolution).
+func (e *procEnv) serverCPU(b *testing.B) int64 {
+	b.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", e.srv.PID()))
+	if err != nil {
+		return 0 // not Linux: reported as 0
+	}
+	// Fields after the command name (which may hold spaces): state is
+	// field 3, utime and stime are fields 14 and 15.
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return (ut + st) * 1e6 / 100 // USER_HZ is 100 on Linux
+}
+
+// selfCPU is the CPU time this process has used, in microseconds.
+func selfCPU() int64 {
+	var u syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return int64(cpuMicros(&u))
+}
+
+// prefetchConsume is the baseline a user would write: nats.go's Messages
+// with its default pull buffer (500 messages, refilled as it drains), the
+// messages handed to workers that run the handler and double-ack each.
+func prefetchConsume(b *testing.B, cons jetstream.Consumer, workers, n int, handle func()) {
+	it, err := cons.Messages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer it.Stop()
+	msgs := make(chan jetstream.Msg)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range msgs {
+				handle()
+				if err := m.DoubleAck(context.Background()); err != nil {
+					b.Error(err)
+				}
+			}
+		}()
+	}
+	for range n {
+		m, err := it.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs <- m
+	}
+	close(msgs)
+	wg.Wait()
 }
 
 // BenchmarkProcessCLI: jsctl consume as a process, with --exec per message

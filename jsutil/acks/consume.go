@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -17,8 +18,10 @@ import (
 // WithMaxMessages deliveries were handled, or WithIdle passed without a
 // message. The consumer must be a pull consumer with explicit acks.
 //
-// Per new message, at one worker, the path waits for one round trip, the
-// claim; everything else is pipelined:
+// Everything a message needs is pipelined: its claim is made as it is
+// fetched, its done write and ack leave the handler's path. What sets the
+// pace with quick handlers is the bound on unsettled messages (below): at
+// one worker, two done writes per round trip.
 //   - Messages are fetched ahead of the free workers. The prefetch is
 //     bounded so that no message waits long enough to be redelivered: at most
 //     workers × (min(AckWait, lease)/3) / (average handling time) messages
@@ -26,7 +29,9 @@ import (
 //     max(64, 4×workers) (WithPrefetch), and never more than the consumer's
 //     MaxAckPending lets the server send; a message that still waited over
 //     AckWait/3 is marked in progress before it is claimed, and one whose
-//     claim made ahead ran out in the queue is claimed afresh.
+//     claim made ahead ran out in the queue is claimed afresh. While work
+//     is in hand the window is topped up once half of it is free: one pull
+//     request per half window, not one per message.
 //   - The floor is not read per message. Consume keeps a copy of the
 //     consumer's floor (read at start and at every advance): a message the
 //     copy does not cover is run, and only one it covers is checked against
@@ -34,11 +39,17 @@ import (
 //     forgetting records, so a stale copy may miss a newer extension (the
 //     message then runs, as its record was compacted) but never covers a
 //     message that was not done.
-//   - The done write is published asynchronously; the worker takes its next
-//     message meanwhile, and the message is acked (a plain ack) when its own
-//     done write is confirmed. A lost ack only causes a redelivery, which the
-//     done record catches. At most workers × batch done writes are in
-//     flight.
+//   - The done write (a compare-and-set on the claim) is published
+//     asynchronously; the worker takes its next message meanwhile, and the
+//     message is acked (a plain ack) only when its own done write is
+//     confirmed; a write without a confirmation goes through the
+//     synchronous path (retries, read-back from the leader), which acks
+//     only a record it finds done. A lost ack only causes a redelivery,
+//     which the done record catches. A handler starts only while fewer
+//     than 2 × workers × batch messages are unsettled (handler started,
+//     done write not confirmed): with quick handlers that many done writes
+//     are in flight together, and a process killed mid-run leaves at most
+//     that many messages to run again.
 //
 // A refusal of the server's permissions on any subject the run uses (its
 // pull requests, its acks, the bucket's records, the dead-letter subject)
@@ -73,14 +84,8 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 	if err := s.checkLease(c.lease); err != nil {
 		return nil, err
 	}
-	if c.workers < 1 || c.workers > MaxWorkers {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "workers %d: want 1 to %d", c.workers, MaxWorkers)
-	}
-	if c.prefetch < 0 || c.max < 0 || c.batch < 0 {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "negative prefetch, maximum or batch size")
-	}
-	if c.prefetch > MaxPrefetch || c.batch > MaxBatch {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "prefetch %d or batch size %d: want at most %d and %d", c.prefetch, c.batch, MaxPrefetch, MaxBatch)
+	if err := c.checkCounts(); err != nil {
+		return nil, err
 	}
 	if c.drain == 0 {
 		c.drain = c.lease
@@ -89,15 +94,8 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 	if err != nil {
 		return nil, jsutil.Wrap(err, "get consumer %q", consumerName(cons))
 	}
-	if info.Config.DeliverSubject != "" {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q is a push consumer: consume needs a pull consumer", info.Name, info.Stream)
-	}
-	if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
-		policy := "all"
-		if info.Config.AckPolicy == jetstream.AckNonePolicy {
-			policy = "none"
-		}
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q acks %s: idempotent processing needs explicit acks", info.Name, info.Stream, policy)
+	if err := checkPullConsumer(info); err != nil {
+		return nil, err
 	}
 	if c.maxDeliver == 0 && info.Config.MaxDeliver > 0 {
 		c.maxDeliver = info.Config.MaxDeliver
@@ -135,6 +133,36 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 	return l, nil
 }
 
+// checkCounts checks the run's workers, prefetch, maximum and batch size.
+func (c *consumeConfig) checkCounts() error {
+	if c.workers < 1 || c.workers > MaxWorkers {
+		return jsutil.Errorf(jsutil.ErrBadInput, "workers %d: want 1 to %d", c.workers, MaxWorkers)
+	}
+	if c.prefetch < 0 || c.max < 0 || c.batch < 0 {
+		return jsutil.Errorf(jsutil.ErrBadInput, "negative prefetch, maximum or batch size")
+	}
+	if c.prefetch > MaxPrefetch || c.batch > MaxBatch {
+		return jsutil.Errorf(jsutil.ErrBadInput, "prefetch %d or batch size %d: want at most %d and %d", c.prefetch, c.batch, MaxPrefetch, MaxBatch)
+	}
+	return nil
+}
+
+// checkPullConsumer refuses a consumer Consume cannot use: a push
+// consumer, or one without explicit acks.
+func checkPullConsumer(info *jetstream.ConsumerInfo) error {
+	if info.Config.DeliverSubject != "" {
+		return jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q is a push consumer: consume needs a pull consumer", info.Name, info.Stream)
+	}
+	if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
+		policy := "all"
+		if info.Config.AckPolicy == jetstream.AckNonePolicy {
+			policy = "none"
+		}
+		return jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on stream %q acks %s: idempotent processing needs explicit acks", info.Name, info.Stream, policy)
+	}
+	return nil
+}
+
 func consumerName(cons jetstream.Consumer) string {
 	if ci := cons.CachedInfo(); ci != nil {
 		return ci.Name
@@ -157,9 +185,17 @@ type loop struct {
 	leases      *leases
 	queue       chan *job
 	completions chan *pendingDone
-	doneSlots   chan struct{} // one per done write in flight (doneAsync)
-	freed       chan struct{}
-	fallbacks   sync.WaitGroup
+	// inbox is the prefix of the done writes' replies, which the
+	// connection's reader puts in replies (see doneAsync).
+	inbox     string
+	replies   chan *nats.Msg
+	doneToken uint64 // the last done write's reply token (l.mu)
+	// unsettled holds one token per message whose handler started and
+	// whose outcome is not settled yet (its done write not confirmed):
+	// the messages that may run again if the process is killed.
+	unsettled chan struct{}
+	freed     chan struct{}
+	fallbacks sync.WaitGroup
 
 	mu       sync.Mutex
 	sum      Summary
@@ -184,13 +220,24 @@ type loop struct {
 func (l *loop) run(ctx context.Context) (Summary, error) {
 	c := l.c
 	l.queue = make(chan *job, 2*c.workers*max(c.batch, 1)+l.maxExtra)
-	// At most as many done writes are in flight (sent, not yet confirmed
-	// or settled by the synchronous path) as messages are handled at once
-	// (workers × batch), so a jsctl killed mid-run leaves at most
-	// 2 × workers × batch messages whose handler started and whose done
-	// write it had not seen confirmed: the messages that may run again.
-	l.doneSlots = make(chan struct{}, c.workers*max(c.batch, 1))
-	l.completions = make(chan *pendingDone, c.workers*max(c.batch, 1))
+	// A handler starts only while fewer than 2 × workers × batch messages
+	// are unsettled (their handler started, their done write not yet
+	// confirmed), so a jsctl killed mid-run leaves at most that many
+	// messages that may run again. Between them, the done writes of
+	// handlers that finished are in flight together (see doneAsync).
+	unsettled := 2 * c.workers * max(c.batch, 1)
+	l.unsettled = make(chan struct{}, unsettled)
+	l.completions = make(chan *pendingDone, unsettled)
+	// Replies to done writes (at most unsettled in flight, plus late ones
+	// for writes the completer gave up waiting for: a reply that finds the
+	// channel full is dropped, and its write confirmed by a read-back).
+	nc := l.s.js.Conn()
+	l.inbox, l.replies = nc.NewInbox()+".", make(chan *nats.Msg, 2*unsettled+64)
+	replySub, err := nc.ChanSubscribe(l.inbox+"*", l.replies)
+	if err != nil {
+		return Summary{}, jsutil.Wrap(err, "consume from consumer %q on stream %q: subscribe to replies", l.name, l.stream)
+	}
+	defer func() { _ = replySub.Unsubscribe() }()
 	// Handlers run on a context that survives ctx's cancellation for the
 	// drain timeout, so they can finish and leave no claim behind; then it
 	// is cancelled with ErrStopped (see ErrStopped).
@@ -246,104 +293,6 @@ func (l *loop) run(ctx context.Context) (Summary, error) {
 	return l.sum, fatal
 }
 
-// fetch pulls messages into the queue until a stop condition holds; it
-// returns an error only when the consumer is gone for good.
-func (l *loop) fetch(ctx context.Context) error {
-	c := l.c
-	l.mu.Lock()
-	l.lastMsg = time.Now()
-	l.mu.Unlock()
-	lastFloor, lastSweep := time.Now(), time.Now()
-	var notFoundSince time.Time
-	retry := 50 * time.Millisecond
-	for ctx.Err() == nil {
-		if err := l.denial(); err != nil {
-			return err
-		}
-		l.mu.Lock()
-		room := c.workers*max(c.batch, 1) + l.extra() - l.active
-		handled, out, active, lastMsg := l.sum.Handled(), l.out, l.active, l.lastMsg
-		l.mu.Unlock()
-		if c.max > 0 {
-			if handled >= c.max {
-				return nil
-			}
-			room = min(room, c.max-handled-out)
-		}
-		if c.idle > 0 && out == 0 && time.Since(lastMsg) >= c.idle {
-			return nil
-		}
-		if time.Since(lastFloor) >= time.Second {
-			l.advanceFloor(ctx, false)
-			lastFloor = time.Now()
-		}
-		l.noteGivenUp(ctx)
-		if time.Since(lastSweep) >= c.lease {
-			l.sweep(ctx)
-			lastSweep = time.Now()
-		}
-		if room <= 0 {
-			select {
-			case <-ctx.Done():
-			case <-l.freed:
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		wait := time.Second
-		if c.idle > 0 {
-			wait = min(wait, max(c.idle-time.Since(lastMsg), 50*time.Millisecond))
-		}
-		// With work in hand, top the queue up with what is there now and
-		// never wait in a pull request: it would hold the fetcher past the
-		// last message (--max) or past a freed worker. With nothing in hand,
-		// wait in the pull request for messages to arrive.
-		fctx, fcancel := context.WithTimeout(ctx, wait)
-		var batch jetstream.MessageBatch
-		var err error
-		if active > 0 {
-			batch, err = l.cons.FetchNoWait(room)
-		} else {
-			batch, err = l.cons.Fetch(room, jetstream.FetchContext(fctx))
-		}
-		got := 0
-		if err == nil {
-			for msg := range batch.Messages() {
-				got++
-				l.enqueue(msg)
-			}
-			err = batch.Error()
-		}
-		fcancel()
-		if active > 0 && got == 0 && (err == nil || errors.Is(err, jetstream.ErrNoMessages)) {
-			select { // nothing more now: wait for a worker, or a moment
-			case <-ctx.Done():
-			case <-l.freed:
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-		if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, jetstream.ErrNoMessages) {
-			retry, notFoundSince = 50*time.Millisecond, time.Time{}
-			continue
-		}
-		// Connection trouble, a restarting server, a leader election: retry,
-		// unless the consumer is gone for good.
-		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
-			if notFoundSince.IsZero() {
-				notFoundSince = time.Now()
-			} else if time.Since(notFoundSince) > 10*time.Second {
-				return jsutil.Wrap(err, "consume from consumer %q on stream %q", l.name, l.stream)
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(retry):
-		}
-		retry = min(retry*2, time.Second)
-	}
-	return nil
-}
-
 // countFailed counts the messages whose last outcome in the run was a
 // failure. A delivery can fail after a redelivery of the same message
 // succeeded (its claim got no answer during a leader election while the
@@ -370,22 +319,6 @@ func (l *loop) countFailed(ctx context.Context) {
 	l.mu.Unlock()
 }
 
-// extra is how many messages may wait in the queue beyond the workers:
-// enough to keep them busy, few enough that none waits a third of the ack
-// wait or of the lease (their claims are made as they are fetched).
-func (l *loop) extra() int {
-	// With batches, the next batch is fetched while one runs, so that it
-	// does not wait out --batch-wait to fill.
-	next := l.c.workers * l.c.batch
-	if l.avgDur <= 0 {
-		// Before a handling time is known, one message per worker: a slow
-		// handler must not leave claims made ahead waiting past the lease.
-		return next + min(l.maxExtra, l.c.workers)
-	}
-	n := int(time.Duration(l.c.workers) * (min(l.ackWait, l.c.lease) / 3) / l.avgDur)
-	return next + max(0, min(n, l.maxExtra))
-}
-
 // worker handles messages one at a time.
 func (l *loop) worker(ctx, work context.Context) {
 	c := &l.c.processConfig
@@ -406,6 +339,7 @@ func (l *loop) worker(ctx, work context.Context) {
 			l.finish(j)
 			continue
 		}
+		l.unsettle(j)
 		hctx, set := l.leases.hold(work, []*job{j})
 		herr := l.h(hctx, j.d)
 		j.stopped = herr != nil && stoppedBy(hctx)
@@ -465,8 +399,20 @@ func (l *loop) signal() {
 	}
 }
 
+// unsettle takes j's place among the unsettled messages before its
+// handler starts (waiting while the done writes of earlier ones are
+// confirmed); finish gives it back.
+func (l *loop) unsettle(j *job) {
+	l.unsettled <- struct{}{}
+	j.unsettled = true
+}
+
 // finish records j's result.
 func (l *loop) finish(j *job) {
+	if j.unsettled {
+		j.unsettled = false
+		<-l.unsettled
+	}
 	j.res.Duration = time.Since(j.got)
 	// It leaves the messages in flight and is counted in one step: seen in
 	// between, it would count in neither, and the fetcher (which takes up

@@ -2,10 +2,14 @@ package acks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -113,29 +117,38 @@ func (l *loop) drop(j *job) {
 	l.signal()
 }
 
-// pendingDone is a done write in flight.
+// pendingDone is a done write in flight; token names its reply.
 type pendingDone struct {
-	j    *job
-	fut  jetstream.PubAckFuture
-	sent time.Time
+	j     *job
+	token uint64
+	sent  time.Time
 }
 
-// doneAsync publishes j's done record without waiting; the completer acks
-// the message when the write is confirmed.
-// It waits first for a free slot: the done writes in flight are bounded
-// by the messages handled at once, whether confirmed by the completer or settled by the
-// synchronous path (see run).
+// doneAsync publishes j's done record (a compare-and-set on its claim)
+// without waiting; the completer acks the message once the write is
+// confirmed, and the worker takes its next message meanwhile. The writes
+// in flight are bounded by the unsettled messages (see run): completions
+// has room for all of them, so this never blocks. The reply comes to the
+// run's own inbox, which the connection's reader hands straight to the
+// completer (see awaitReply).
 func (l *loop) doneAsync(work context.Context, j *job) {
-	l.doneSlots <- struct{}{}
-	val := l.s.doneValue(j)
-	fut, err := l.s.js.PublishMsgAsync(l.s.kvMsg(j.kvKey, val, j.cl.rev, l.s.doneTTL()))
-	if err != nil {
+	m := l.s.kvMsg(j.kvKey, l.s.doneValue(j), j.cl.rev, l.s.doneTTL())
+	l.mu.Lock()
+	l.doneToken++
+	tok := l.doneToken
+	l.mu.Unlock()
+	m.Reply = l.inbox + strconv.FormatUint(tok, 36)
+	sent := time.Now()
+	send := l.s.js.Conn().PublishMsg
+	if l.s.sendDone != nil {
+		send = l.s.sendDone
+	}
+	if err := send(m); err != nil {
 		l.s.finishDone(work, j, &l.c.processConfig) // the synchronous path, with its retries
 		l.finish(j)
-		<-l.doneSlots
 		return
 	}
-	l.completions <- &pendingDone{j: j, fut: fut, sent: time.Now()}
+	l.completions <- &pendingDone{j: j, token: tok, sent: sent}
 }
 
 // complete waits for done writes in the order they were sent, acks each
@@ -144,21 +157,14 @@ func (l *loop) doneAsync(work context.Context, j *job) {
 func (l *loop) complete(work context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	early := map[uint64]*nats.Msg{}
 	for p := range l.completions {
 		t.Reset(max(writeAttempt-time.Since(p.sent), time.Millisecond))
-		ok := false
-		select {
-		case <-p.fut.Ok():
-			ok = true
-		case <-p.fut.Err():
-		case <-t.C:
-		}
-		if ok {
+		if stored(l.awaitReply(p.token, early, t.C)) {
 			p.j.res.Action = Processed
 			p.j.res.Err = ackErr(p.j.msg.Ack(), p.j.d)
 			l.s.dropWatch(work, p.j)
 			l.finish(p.j)
-			<-l.doneSlots
 			continue
 		}
 		l.fallbacks.Add(1)
@@ -166,7 +172,52 @@ func (l *loop) complete(work context.Context) {
 			defer l.fallbacks.Done()
 			l.s.finishDone(work, p.j, &l.c.processConfig)
 			l.finish(p.j)
-			<-l.doneSlots
 		}()
 	}
+}
+
+// awaitReply returns the reply to the done write named token, or nil when
+// none came before timeout. Replies to other writes that come first are
+// kept in early for their turn; a late one (its write already handed to
+// the synchronous path) is dropped once early grows.
+func (l *loop) awaitReply(token uint64, early map[uint64]*nats.Msg, timeout <-chan time.Time) *nats.Msg {
+	if m, ok := early[token]; ok {
+		delete(early, token)
+		return m
+	}
+	for {
+		select {
+		case m := <-l.replies:
+			got, err := strconv.ParseUint(strings.TrimPrefix(m.Subject, l.inbox), 36, 64)
+			if err != nil {
+				continue
+			}
+			if got == token {
+				return m
+			}
+			if len(early) >= cap(l.replies) {
+				for k := range early {
+					if k < token {
+						delete(early, k)
+					}
+				}
+			}
+			early[got] = m
+		case <-timeout:
+			return nil
+		}
+	}
+}
+
+// stored reports whether m is the server's confirmation that a write was
+// stored (not an error, nor a status such as 503, no responders).
+func stored(m *nats.Msg) bool {
+	if m == nil || len(m.Data) == 0 {
+		return false
+	}
+	var a struct {
+		Seq   uint64          `json:"seq"`
+		Error json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(m.Data, &a) == nil && a.Error == nil && a.Seq > 0
 }

@@ -45,6 +45,9 @@ type job struct {
 	prev []byte
 	// stopped: the handler was ended by the run's own stop (ErrStopped).
 	stopped bool
+	// unsettled: Consume counts it among the messages whose handler
+	// started and whose outcome is not settled (see loop.unsettle).
+	unsettled bool
 }
 
 // claim is a claim this worker holds.

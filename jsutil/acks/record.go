@@ -119,11 +119,6 @@ type DeadLetterRef struct {
 	Seq     uint64 `json:"seq,omitempty"`
 }
 
-func (v value) encode() []byte {
-	b, _ := json.Marshal(v)
-	return b
-}
-
 // decodeValue reads a stored record value; a value that does not read is
 // reported as corrupt, naming the key.
 func decodeValue(bucket, kvKey string, data []byte) (value, error) {

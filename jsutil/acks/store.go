@@ -46,6 +46,9 @@ type Store struct {
 	// created is when the bucket's stream was created: it tells this
 	// incarnation of the bucket from an earlier one of the same name.
 	created time.Time
+	// sendDone, when set (by tests), sends Consume's done writes in place
+	// of the connection.
+	sendDone func(*nats.Msg) error
 }
 
 // Option configures Open.
