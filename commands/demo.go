@@ -307,7 +307,7 @@ func (d *demo) run(args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cli := &CLI{}
 	env := &Env{Globals: &cli.Globals, Stdout: &stdout, Stderr: &stderr, Stdin: strings.NewReader(""), Now: time.Now, client: d.client}
-	parser, err := newParser(cli, env, &stdout, &stderr)
+	parser, err := newParser(cli, env, &stdout, &stderr, onlyCommand(args)...)
 	if err != nil {
 		return "", err
 	}
