@@ -261,8 +261,6 @@ func (d *demo) setup(n int, gap time.Duration) ([]time.Time, error) {
 	return times, nil
 }
 
-var handlerRan = regexp.MustCompile(`(?m)^handler ran for seq (\d+)$`)
-
 // consume runs `jsctl consume` until max messages were handled and returns
 // the sequences the handler ran for (from the handler's own output).
 func (d *demo) consume(handler string, max int) ([]int, error) {
@@ -271,6 +269,7 @@ func (d *demo) consume(handler string, max int) ([]int, error) {
 		return nil, err
 	}
 	var ran []int
+	handlerRan := regexp.MustCompile(`(?m)^handler ran for seq (\d+)$`) // compiled here, not at every jsctl start
 	for _, m := range handlerRan.FindAllStringSubmatch(stderr, -1) {
 		seq, _ := strconv.Atoi(m[1])
 		ran = append(ran, seq)
@@ -307,7 +306,7 @@ func (d *demo) run(args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cli := &CLI{}
 	env := &Env{Globals: &cli.Globals, Stdout: &stdout, Stderr: &stderr, Stdin: strings.NewReader(""), Now: time.Now, client: d.client}
-	parser, err := newParser(cli, env, &stdout, &stderr)
+	parser, err := newParser(cli, env, &stdout, &stderr, onlyCommand(args)...)
 	if err != nil {
 		return "", err
 	}

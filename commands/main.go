@@ -46,12 +46,6 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cli := &CLI{}
 	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(stderr), Now: time.Now}
 	defer env.Close()
-	parser, err := newParser(cli, env, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
-		return ExitFailure
-	}
-	defer catchPanic(&code, stderr, &cli.Globals)
 	args, topic := helpArgs(args)
 	if topic != "" {
 		if printTopic(stdout, topic) != nil {
@@ -59,6 +53,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return ExitOK
 	}
+	parser, err := newParser(cli, env, stdout, stderr, onlyCommand(args)...)
+	if err != nil {
+		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
+		return ExitFailure
+	}
+	defer catchPanic(&code, stderr, &cli.Globals)
 	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
 	if err != nil && out.err != nil { // help that could not be written
 		return writeFailed(stderr, out.err)
@@ -170,8 +170,8 @@ func commandPath(kctx *kong.Context) string {
 	return strings.Join(parts, " ")
 }
 
-func newParser(cli *CLI, env *Env, stdout, stderr io.Writer) (*kong.Kong, error) {
-	return kong.New(cli,
+func newParser(cli *CLI, env *Env, stdout, stderr io.Writer, opts ...kong.Option) (*kong.Kong, error) {
+	return kong.New(cli, append([]kong.Option{
 		kong.Name("jsctl"),
 		kong.Description(rootHelp),
 		kong.Writers(stdout, stderr),
@@ -179,7 +179,6 @@ func newParser(cli *CLI, env *Env, stdout, stderr io.Writer) (*kong.Kong, error)
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, WrapUpperBound: 100}),
 		kong.Vars{
 			"default_url": jsutil.DefaultURL,
-			"time_forms":  jsutil.TimeForms,
 		},
 		kong.ExplicitGroups([]kong.Group{
 			{Key: "output", Title: "Output flags (every command):"},
@@ -187,7 +186,7 @@ func newParser(cli *CLI, env *Env, stdout, stderr io.Writer) (*kong.Kong, error)
 		}),
 		kong.Bind(env),
 		kong.WithHyphenPrefixedParameters(true),
-	)
+	}, opts...)...)
 }
 
 // relativeDuration matches a relative time written as a negative duration,
