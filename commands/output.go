@@ -1,15 +1,17 @@
 package commands
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/clipperhouse/displaywidth"
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
 // Printer writes command output: tables and lines for people, JSON for
@@ -45,69 +47,53 @@ func (p *Printer) Printf(format string, args ...any) {
 	fmt.Fprintf(p.W, format, args...)
 }
 
-// Table writes rows under headers as a plain, aligned table: each cell
-// trimmed of spaces, padded to its column's display width, with one space
-// either side and none at the end of a line. Cells are escaped as payload
-// previews are, so a subject or name holding control characters (an ESC
-// sequence, a newline) cannot garble the terminal.
+// Table writes rows under headers as a plain, aligned table. Cells are
+// escaped as payload previews are, so a subject or name holding control
+// characters (an ESC sequence, a newline) cannot garble the terminal.
 func (p *Printer) Table(headers []string, rows [][]string) error {
-	cells := make([][]string, 0, len(rows)+1)
-	if len(headers) > 0 {
-		cells = append(cells, headers)
-	}
-	for _, row := range rows {
-		safe := make([]string, len(row))
+	var buf bytes.Buffer
+	t := tablewriter.NewTable(&buf,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
+			},
+		})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithTrimSpace(tw.On),
+	)
+	t.Header(headers)
+	safe := make([][]string, len(rows))
+	for i, row := range rows {
+		safe[i] = make([]string, len(row))
 		for j, cell := range row {
-			safe[j] = Escape(cell)
+			safe[i][j] = Escape(cell)
 		}
-		cells = append(cells, safe)
 	}
-	var widths []int
-	for i, row := range cells {
-		for j, cell := range row {
-			cell = strings.TrimSpace(cell)
-			row[j] = cell
-			if j == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[j] = max(widths[j], displayWidth(cell))
-		}
-		cells[i] = row
+	if err := t.Bulk(safe); err != nil {
+		return err
 	}
-	var b strings.Builder
-	for _, row := range cells {
-		b.Reset()
-		for j, w := range widths {
-			cell := ""
-			if j < len(row) {
-				cell = row[j]
-			}
-			b.WriteByte(' ')
-			b.WriteString(cell)
-			b.WriteString(strings.Repeat(" ", w-displayWidth(cell)+1))
+	if err := t.Render(); err != nil {
+		return err
+	}
+	// The renderer pads every cell; trailing blanks only get in the way.
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if line == "" {
+			continue
 		}
-		if _, err := io.WriteString(p.W, strings.TrimRight(b.String(), " ")+"\n"); err != nil {
+		trimmed := strings.TrimRight(line, " \n")
+		if strings.HasSuffix(line, "\n") {
+			trimmed += "\n"
+		}
+		if _, err := io.WriteString(p.W, trimmed); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// displayWidth is the number of terminal columns s takes: East Asian wide
-// characters take two, ambiguous ones (such as "…") one, as modern
-// terminals draw them, or two when RUNEWIDTH_EASTASIAN says so (as it does
-// for go-runewidth).
-func displayWidth(s string) int {
-	opts := displaywidth.Options{}
-	switch strings.ToLower(os.Getenv("RUNEWIDTH_EASTASIAN")) {
-	case "1", "on", "true", "yes":
-		opts.EastAsianWidth = true
-	}
-	n := 0
-	for _, r := range s {
-		n += opts.Rune(r)
-	}
-	return n
 }
 
 // Time formats t for people in the printer's zone.
