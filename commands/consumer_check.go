@@ -43,6 +43,10 @@ type ConsumerCheckCmd struct {
 	FailedRecordsCrit *uint64 `name:"failed-records-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N failed ack records."`
 	StaleClaimsWarn   *uint64 `name:"stale-claims-warn" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Warn above N claims whose lease ran out."`
 	StaleClaimsCrit   *uint64 `name:"stale-claims-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N claims whose lease ran out."`
+	ReplicaLagWarn    *uint64 `name:"replica-lag-warn" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Warn when the stream mirrors or sources streams and is more than N origin messages behind one of them."`
+	ReplicaLagCrit    *uint64 `name:"replica-lag-crit" placeholder:"N" group:"Thresholds (a value above one raises the status)" help:"Critical above N origin messages of replication lag."`
+	ReplicaTimeWarn   string  `name:"replica-lag-time-warn" placeholder:"DURATION" group:"Thresholds (a value above one raises the status)" help:"Warn when the oldest origin message the stream has not copied is older than DURATION."`
+	ReplicaTimeCrit   string  `name:"replica-lag-time-crit" placeholder:"DURATION" group:"Thresholds (a value above one raises the status)" help:"Critical when the oldest origin message not copied is older than DURATION."`
 	AcksBucket        string  `name:"bucket" default:"JSCTL_ACKS" placeholder:"NAME" help:"Ack-record bucket read by --failed-records-* and --stale-claims-*."`
 	oldAcksBucketFlag
 }
@@ -78,11 +82,17 @@ Failed ack records and claims whose lease ran out are read from the consumer's
 scope (STREAM.CONSUMER) in --bucket only when one of their thresholds is
 given: that reads every record of the scope.
 
+--replica-lag-* check a stream that mirrors or sources other streams (on this
+cluster or, through the source's domain or API prefix, another): one more result
+per origin, labelled STREAM.ORIGIN.replica_lag and .replica_lag_time, with the
+origin messages not yet copied and the age of the oldest of them (docs/failover.md).
+
 Examples:
   jsctl consumer check ORDERS billing --lag-warn 1000 --lag-crit 5000
   jsctl consumer check ORDERS --all --lag-time-warn 5m --lag-time-crit 30m --paused-warn
   jsctl consumer check --streams 'ORD*' --all --last-ack-crit 1h --format prometheus
-  jsctl consumer check ORDERS billing --failed-records-warn 0 --stale-claims-crit 10 --json`
+  jsctl consumer check ORDERS billing --failed-records-warn 0 --stale-claims-crit 10 --json
+  jsctl consumer check ORDERS_DR --all --replica-lag-warn 1000 --replica-lag-time-crit 5m`
 }
 
 // usageExitCode makes a bad command line UNKNOWN (3), as monitoring
@@ -159,6 +169,8 @@ func (c *ConsumerCheckCmd) thresholds() (positions.Thresholds, error) {
 	th.LastAck = duration("last-ack", c.LastAckWarn, c.LastAckCrit)
 	th.FailedRecords = count("failed-records", c.FailedRecordsWarn, c.FailedRecordsCrit)
 	th.StaleClaims = count("stale-claims", c.StaleClaimsWarn, c.StaleClaimsCrit)
+	th.ReplicaLag = count("replica-lag", c.ReplicaLagWarn, c.ReplicaLagCrit)
+	th.ReplicaLagTime = duration("replica-lag-time", c.ReplicaTimeWarn, c.ReplicaTimeCrit)
 	switch {
 	case c.PausedCrit:
 		th.Paused = positions.Critical
@@ -267,7 +279,7 @@ func nagiosPerfAll(rep *positions.Report) []string {
 	var perf []string
 	for _, r := range rep.Results {
 		for _, m := range r.Metrics {
-			perf = append(perf, nagiosPerf(nagiosName(r.Stream)+"."+nagiosName(r.Consumer)+"."+m.Name, m))
+			perf = append(perf, nagiosPerf(perfPrefix(r)+m.Name, m))
 		}
 	}
 	return perf
@@ -432,7 +444,7 @@ func printPrometheus(p *Printer, rep *positions.Report) {
 	p.Printf("# HELP jsctl_consumer_check_status Result of jsctl consumer check: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n")
 	p.Printf("# TYPE jsctl_consumer_check_status gauge\n")
 	for _, r := range rep.Results {
-		p.Printf("jsctl_consumer_check_status%s %d\n", promLabels(r.Stream, r.Consumer), int(r.Status))
+		p.Printf("jsctl_consumer_check_status%s %d\n", promResultLabels(r), int(r.Status))
 	}
 	for _, info := range positions.Metrics() {
 		name := promName(info.Name)
@@ -446,7 +458,7 @@ func printPrometheus(p *Printer, rep *positions.Report) {
 					p.Printf("# HELP %s %s\n# TYPE %s gauge\n", name, info.Help, name)
 					first = false
 				}
-				p.Printf("%s%s %s\n", name, promLabels(r.Stream, r.Consumer), perfNumber(m.Value, m.Unit))
+				p.Printf("%s%s %s\n", name, promResultLabels(r), perfNumber(m.Value, m.Unit))
 			}
 		}
 	}
@@ -473,6 +485,10 @@ func promName(metric string) string {
 		return "jsctl_consumer_failed_ack_records"
 	case positions.MetricStaleClaims:
 		return "jsctl_consumer_stale_ack_claims"
+	case positions.MetricReplicaLag:
+		return "jsctl_stream_replica_lag_messages"
+	case positions.MetricReplicaLagTime:
+		return "jsctl_stream_replica_lag_seconds"
 	}
 	return "jsctl_consumer_" + metric
 }

@@ -15,7 +15,7 @@ func TestLibraryDoesNotImportServer(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	for _, pkg := range []string{"..", "../seek", "../acks", "../reset", "../failover"} {
+	for _, pkg := range []string{"..", "../seek", "../acks", "../reset", "../replica", "../failover"} {
 		out, err := exec.Command(goBin, "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

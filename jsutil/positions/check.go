@@ -58,6 +58,10 @@ type Thresholds struct {
 	LastAck       Limit // time since the last acknowledgement
 	FailedRecords Limit // failed ack records of the consumer's scope
 	StaleClaims   Limit // claims whose lease ran out
+	// ReplicaLag and ReplicaLagTime check a mirror's or sourcing stream's
+	// replication lag against each origin it copies (replica.go).
+	ReplicaLag     Limit
+	ReplicaLagTime Limit
 	// Paused is the status of a paused consumer: Warning or Critical, or
 	// OK to accept it.
 	Paused Status
@@ -78,6 +82,9 @@ const (
 	MetricPaused        = "paused"
 	MetricFailedRecords = "failed_records"
 	MetricStaleClaims   = "stale_claims"
+	// Replica metrics (of a stream, per origin; replica.go).
+	MetricReplicaLag     = "replica_lag"
+	MetricReplicaLagTime = "replica_lag_time"
 )
 
 // MetricInfo describes one metric: its name, its unit ("s" for seconds,
@@ -101,6 +108,8 @@ func Metrics() []MetricInfo {
 		{MetricPaused, "", "1 when the consumer is paused, else 0."},
 		{MetricFailedRecords, "", "Failed ack records in the consumer's scope (jsctl consume)."},
 		{MetricStaleClaims, "", "Claims in the consumer's scope whose lease ran out without being renewed."},
+		{MetricReplicaLag, "", "Origin messages a mirror or sourcing stream has not copied yet: from the first one not copied to the origin's last."},
+		{MetricReplicaLagTime, "s", "Age of the oldest origin message a mirror or sourcing stream has not copied yet (0 when caught up)."},
 	}
 }
 
@@ -125,6 +134,9 @@ type Result struct {
 	Metrics  []Metric `json:"metrics"`
 	// AckRecords is the consumer's scope, when a threshold needed it.
 	AckRecords *AckRecords `json:"ack_records,omitempty"`
+	// Origin is set on a stream's replication-lag result (Consumer is
+	// empty): the origin stream it copies.
+	Origin string `json:"origin,omitempty"`
 }
 
 // Counts counts results by status.
@@ -180,6 +192,11 @@ func Check(ctx context.Context, js jetstream.JetStream, sel Selection, th Thresh
 			}
 			res.evaluate(c, th, opts.Now())
 			rep.add(res)
+		}
+		if th.replicaSet() {
+			for _, res := range checkReplica(ctx, js, g.stream, th) {
+				rep.add(res)
+			}
 		}
 	}
 	return rep, nil
@@ -295,6 +312,9 @@ func formatValue(unit string, v float64) string {
 func (r *Result) Summary() string {
 	if len(r.Problems) > 0 {
 		return strings.Join(r.Problems, ", ")
+	}
+	if r.Origin != "" {
+		return r.replicaSummary()
 	}
 	var lag, lagTime float64
 	for _, m := range r.Metrics {

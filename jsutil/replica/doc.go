@@ -1,0 +1,54 @@
+// Package replica translates positions between a JetStream stream and a
+// replica of it (a mirror, or a stream that sources it), here or on another
+// cluster or JetStream domain, and measures a replica's lag.
+//
+// # How a replica records where a message came from (nats-server 2.10+)
+//
+// Mirror: the server stores each mirrored message at the origin's sequence
+// (processInboundMirrorMsg stores with last sequence = origin sequence-1)
+// and fills the sequences it did not receive (deleted or expired on the
+// origin, or outside the mirror's filter) with skipped, empty slots
+// (skipMsgs). A mirror adds no header: its sequence is the origin sequence.
+// So the message that came from origin sequence S is the mirror's sequence
+// S, and when S was not copied the first message after it is the first
+// stored sequence above S. One request.
+//
+// Source: the server stores each sourced message at the sourcing stream's
+// own next sequence, interleaved with the messages of its other sources,
+// and adds the header
+//
+//	Nats-Stream-Source: <name> <seq> <filter> <destination> <subject> [<ident>]
+//
+// where <seq> is the origin sequence, <subject> the origin subject, and
+// <name> <filter> <destination> the source's index name: the origin stream
+// name followed by ":" and an 8-character hash of the external API prefix
+// when the source is in another domain or account (ExternalStream, e.g.
+// "$JS.hub.API"), and ":C=" and a hash of the consumer name for a consumer
+// source; <filter> and <destination> are the source's filter and transform
+// destination (">" when none, several joined with a form feed). A source
+// delivers its origin's messages in order, so within one source the origin
+// sequence grows with the target sequence, and Translate binary-searches
+// the target's sequences, reading one message per step (a message-get of
+// the first message at or after a sequence, on the subjects the source
+// writes), skipping messages of other sources. O(log n) requests.
+//
+// Which source: the target's configuration names its sources; those whose
+// stream name is the origin's, and whose domain (from the external API
+// prefix) is the origin's, are the origin's. When none can be matched (the
+// target copies some other stream, a chain of sources dropped the header,
+// the domains differ) there is no exact record, and Translate falls back
+// to time: it finds the target's first message stored at or after the
+// origin message's time and says so (Method ByTime, Result.Reason). A
+// sourced message is stored when it arrives, after the origin stored it,
+// so a by-time position errs towards repeating messages, not skipping them.
+//
+// # Not caught up
+//
+// When the target has not yet received the origin position asked for
+// (replication lag: the origin holds messages the target should have copied
+// but has not), Translate returns the result (TargetSeq 0, Behind set)
+// together with an error of class jsutil.ErrConflict wrapping *BehindError.
+// When the origin position was filtered out and nothing after it exists yet,
+// the target is caught up and TargetSeq is 0 with StartSeq naming the next
+// sequence the target will store.
+package replica

@@ -1,0 +1,138 @@
+package replica
+
+import (
+	"context"
+
+	"github.com/jsctl/jsctl/jsutil/seek"
+)
+
+// hit is a target message of one source.
+type hit struct {
+	seq, from uint64 // target sequence, origin sequence
+}
+
+// search finds, among the target's messages from source r, the first whose
+// origin sequence is ≥ want (found false when none), and the largest origin
+// sequence it saw (the last one copied, when found is false).
+//
+// Binary search over target sequences: a probe at mid reads the first
+// message of r at or after mid (stepping over other sources' messages);
+// origin sequences grow with target sequences within one source.
+func (t *translator) search(ctx context.Context, r sourceRef, want uint64) (best hit, found bool, copied uint64, err error) {
+	lo, hi := t.tinfo.State.FirstSeq, t.tinfo.State.LastSeq
+	if lo == 0 {
+		lo = 1
+	}
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		h, ok, err := t.probe(ctx, r, mid, hi)
+		if err != nil {
+			return hit{}, false, 0, err
+		}
+		if !ok {
+			hi = mid - 1
+			continue
+		}
+		copied = max(copied, h.from)
+		if h.from >= want {
+			best, found = h, true
+			hi = mid - 1
+		} else {
+			lo = h.seq + 1
+		}
+	}
+	return best, found, copied, nil
+}
+
+// probe returns the first message of source r with sequence in [from, hi].
+// It reads the first message at or after from on each subject filter the
+// source writes (one request each) and steps over other sources' messages
+// on the same subjects one by one.
+func (t *translator) probe(ctx context.Context, r sourceRef, from, hi uint64) (hit, bool, error) {
+	next := make([]*seek.Message, len(r.written)) // per filter: first at or after from (nil: none)
+	asked := make([]bool, len(r.written))
+	for from <= hi {
+		var m *seek.Message
+		for i, f := range r.written {
+			if !asked[i] || (next[i] != nil && next[i].Sequence < from) {
+				n, err := t.tr.Next(ctx, from, f)
+				if err != nil {
+					return hit{}, false, err
+				}
+				next[i], asked[i] = n, true
+			}
+			if n := next[i]; n != nil && (m == nil || n.Sequence < m.Sequence) {
+				m = n
+			}
+		}
+		if m == nil || m.Sequence > hi {
+			return hit{}, false, nil
+		}
+		if o, ok := originOf(m); ok && r.from(o, t.origin.Stream) {
+			return hit{seq: m.Sequence, from: o.seq}, true, nil
+		}
+		from = m.Sequence + 1
+	}
+	return hit{}, false, nil
+}
+
+// originOf reads a message's Nats-Stream-Source header.
+func originOf(m *seek.Message) (origin, bool) {
+	for k, v := range m.Header {
+		if len(v) > 0 && equalFold(k, sourceHeader) {
+			return parseSourceHeader(v[0])
+		}
+	}
+	return origin{}, false
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// sources translates for a stream that sources origin (once or several
+// times, with different filters): the earliest target message, over those
+// sources, that came from seq or after it.
+func (t *translator) sources(ctx context.Context, p *plan, seq uint64, res *Result) error {
+	var best hit
+	var found bool
+	copied := make([]uint64, len(p.sources))
+	for i, r := range p.sources {
+		h, ok, c, err := t.search(ctx, r, seq)
+		if err != nil {
+			return err
+		}
+		copied[i] = c
+		if ok && (!found || h.seq < best.seq) {
+			best, found = h, true
+		}
+	}
+	if found {
+		res.TargetSeq, res.FromSeq, res.StartSeq = best.seq, best.from, best.seq
+		return nil
+	}
+	res.StartSeq = t.tinfo.State.LastSeq + 1
+	// Nothing from seq on yet: behind when some source still has origin
+	// messages to copy.
+	for i, r := range p.sources {
+		if err := t.checkBehind(ctx, r.filters, copied[i], seq, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
