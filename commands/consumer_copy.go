@@ -317,6 +317,8 @@ func translationText(origin, target string, cp *failover.Copy) string {
 		how = t.Method
 	}
 	switch {
+	case t.AfterLast && t.Behind == 0:
+		return fmt.Sprintf("%s sequence %d is after its last message: the copy starts after %s's copy of it (%s, %d requests)", Escape(origin), cp.OriginSeq, Escape(target), how, t.Requests)
 	case t.Behind > 0 && t.TargetSeq == 0:
 		return fmt.Sprintf("%s sequence %d is not on %s yet (%s behind)", Escape(origin), cp.OriginSeq, Escape(target), messages(t.Behind))
 	case t.TargetSeq == 0 || t.FromSeq == 0 && t.Exact:

@@ -332,21 +332,26 @@ func (r *replicas) rounds(tg target, rounds, n int) {
 	}
 }
 
-// refusesLag checks that a copy to tg, which has not received the origin's
-// last messages, is refused with exit 5 naming how far behind it is, and
-// planned with --allow-lag.
-func (r *replicas) refusesLag(tg target, behind int, to ...string) {
+// refusesLag checks that a copy to tg, which has not received the
+// origin's last cut messages, is refused with exit 5 naming how far behind
+// it is, and planned with --allow-lag.
+func (r *replicas) refusesLag(tg target, cut int, to ...string) {
 	r.t.Helper()
+	copied := uint64(len(r.msgs) - cut)
 	// Its position is past what the target holds.
-	name, _ := r.originConsumerAt([]string{""}, uint64(len(r.msgs)-behind/2), false)
-	args := append([]string{"consumer", "copy", "ORDERS", name, "--to-stream", tg.stream, "--execute"}, to...)
-	code, out, errs := r.jsctl(args...)
-	if code != 5 || !strings.Contains(errs, fmt.Sprintf("it is %d messages behind", behind)) {
-		r.t.Fatalf("copy to a lagging %s: exit %d, want 5 naming %d messages behind:\n%s\n%s", tg.stream, code, behind, out, errs)
+	start := copied + uint64(cut/2)
+	name, _ := r.originConsumerAt([]string{""}, start, false)
+	args := append([]string{"consumer", "copy", "ORDERS", name, "--to-stream", tg.stream}, to...)
+	code, out, errs := r.jsctl(append(args, "--execute")...)
+	want := fmt.Sprintf("has not yet received \"ORDERS\"'s sequence %d: it is %d messages behind (it has copied up to sequence %d; the origin is at %d)", start, start-copied, copied, len(r.msgs))
+	if code != 5 || !strings.Contains(errs, want) {
+		r.t.Fatalf("copy to a lagging %s: exit %d, want 5 and %q:\n%s\n%s", tg.stream, code, want, out, errs)
 	}
 	r.f.refused++
-	if code, out, errs := r.jsctl(append(args[:len(args)-len(to)-1], append([]string{"--allow-lag"}, to...)...)...); code != 0 || !strings.Contains(out, "delivered again") {
-		r.t.Fatalf("copy --allow-lag (plan) to a lagging %s: exit %d:\n%s\n%s", tg.stream, code, out, errs)
+	code, out, errs = r.jsctl(append(args, "--allow-lag", "--json")...)
+	var doc copyDoc
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Copies) != 1 || doc.Copies[0].Translation.Behind != start-copied {
+		r.t.Fatalf("copy --allow-lag (plan) to a lagging %s: exit %d, want 0 and behind %d:\n%s\n%s", tg.stream, code, start-copied, out, errs)
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 // random positions per replica, 100 in all), and a plain nats.go client
 // checks that the first message each copy delivers came from the right
 // origin sequence (the mirror's own sequence, else the Nats-Stream-Source
-// header). Then: a source that stopped receiving is refused with exit 5,
+// header). Then: a copy to a source that stopped receiving (full, discard
+// new) is refused with exit 5,
 // jsctl killed (kill -9) at random change requests during copies is
 // finished by consumer recover, and a snapshot saved on the origin is
 // restored on the sourcing stream.
@@ -42,7 +43,9 @@ func TestCopyToReplicasOneServer(t *testing.T) {
 	mustStream(t, r.ojs, jetstream.StreamConfig{Name: "EU", Sources: []*jetstream.StreamSource{{Name: "ORDERS", FilterSubject: "orders.eu"}}})
 	mustStream(t, r.ojs, jetstream.StreamConfig{Name: "XF", Sources: []*jetstream.StreamSource{{Name: "ORDERS",
 		SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: "orders.>", Destination: "xf.orders.>"}}}}})
-	mustStream(t, r.ojs, jetstream.StreamConfig{Name: "LAG", Sources: []*jetstream.StreamSource{{Name: "ORDERS"}}})
+	// LAG holds 300 messages at most and refuses more (discard new): it
+	// stops copying once the origin has more.
+	mustStream(t, r.ojs, jetstream.StreamConfig{Name: "LAG", Sources: []*jetstream.StreamSource{{Name: "ORDERS"}}, MaxMsgs: 300, Discard: jetstream.DiscardNew})
 	r.publish(300, true)
 	eu := func(s string) bool { return s == "orders.eu" }
 	targets := []target{
@@ -71,18 +74,14 @@ func TestCopyToReplicasOneServer(t *testing.T) {
 	r.killCopies(targets[3], 6, 4)
 	r.restoreSnapshot(targets[3])
 
-	// LAG stops receiving (its source now points at a domain nobody
-	// serves); the origin gets 10 more messages.
+	// The origin gets 10 more messages, which LAG cannot take.
 	lag := targets[3]
 	lag.stream = "LAG"
-	if _, err := r.ojs.UpdateStream(ctx, jetstream.StreamConfig{Name: "LAG", Sources: []*jetstream.StreamSource{{Name: "ORDERS", Domain: "nowhere"}}}); err != nil {
-		t.Fatal(err)
-	}
 	r.publish(10, false)
 	r.refusesLag(lag, 10)
 
 	t.Logf("seed %d", seed)
-	t.Logf("SUMMARY consumer copy on one server (mirror, source with a second origin, filtered source, transformed source): positions tried %d (random positions %d, after kills %d), exact %d, by-time %d, wrong %d; lag refused %d; kill -9 tries %d (killed %d, changes interrupted and recovered %d, lost %d)",
+	t.Logf("SUMMARY consumer copy on one server (mirror, source with a second origin, filtered source, transformed source): positions tried %d (random positions %d, in kill tries and snapshot restores %d), exact %d, by-time %d, wrong %d; lag refused %d; kill -9 tries %d (killed %d, changes interrupted and recovered %d, lost %d)",
 		r.f.positions, positions, r.f.positions-positions, r.f.exact, r.f.byTime, r.f.wrong, r.f.refused, 6, r.f.kills, r.f.interrupted, r.f.lost)
 	if r.f.interrupted == 0 {
 		t.Errorf("no kill interrupted a change: the kill test showed nothing")
@@ -102,11 +101,11 @@ func TestCopyToLeafMirror(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos suite: runs real processes")
 	}
-	hl := natsproc.StartHubLeaf(t, "hub", "leaf")
+	hub, leaf := natsproc.StartHubLeaf(t, "hub", "leaf")
 	seed := uint64(time.Now().UnixNano())
-	r := &replicas{t: t, rng: rand.New(rand.NewPCG(seed, 22)), home: t.TempDir(), originURL: hl.Hub.URL(), apiPrefix: "$JS.leaf.API"}
-	r.onc, r.ojs = connectJS(t, hl.Hub.URL(), "")
-	r.tnc, r.tjs = connectJS(t, hl.Leaf.URL(), "")
+	r := &replicas{t: t, rng: rand.New(rand.NewPCG(seed, 22)), home: t.TempDir(), originURL: hub.URL(), apiPrefix: "$JS.leaf.API"}
+	r.onc, r.ojs = connectJS(t, hub.URL(), "")
+	r.tnc, r.tjs = connectJS(t, leaf.URL(), "")
 	r.to = []string{"--to-js-domain", "leaf"}
 	r.toGlobal = []string{"--js-domain", "leaf"}
 	mustStream(t, r.ojs, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
@@ -120,14 +119,14 @@ func TestCopyToLeafMirror(t *testing.T) {
 	r.killCopies(tg, 6, 4)
 	r.restoreSnapshot(tg)
 
-	hl.Cut()
+	rejoin := natsproc.CutLeaf(leaf)
 	r.publish(10, false)
-	r.refusesLag(tg, 10, "--to-server", hl.Leaf.URL())
-	hl.Join()
+	r.refusesLag(tg, 10, "--to-server", leaf.URL())
+	rejoin()
 	r.waitHolds(tg.stream, uint64(len(r.msgs)))
 
 	t.Logf("seed %d", seed)
-	t.Logf("SUMMARY consumer copy hub (domain hub) to leaf mirror (domain leaf): positions tried %d (random positions %d, after kills %d), exact %d, by-time %d, wrong %d; lag refused %d; kill -9 tries %d (killed %d, changes interrupted and recovered %d, lost %d)",
+	t.Logf("SUMMARY consumer copy hub (domain hub) to leaf mirror (domain leaf): positions tried %d (random positions %d, in kill tries and snapshot restores %d), exact %d, by-time %d, wrong %d; lag refused %d; kill -9 tries %d (killed %d, changes interrupted and recovered %d, lost %d)",
 		r.f.positions, positions, r.f.positions-positions, r.f.exact, r.f.byTime, r.f.wrong, r.f.refused, 6, r.f.kills, r.f.interrupted, r.f.lost)
 	if r.f.interrupted == 0 {
 		t.Errorf("no kill interrupted a change: the kill test showed nothing")
@@ -175,4 +174,3 @@ func (r *replicas) restoreSnapshot(tg target) {
 	}
 	r.check(tg, doc, want)
 }
-

@@ -98,8 +98,22 @@ type Translation struct {
 	Exact  bool   `json:"exact"`
 	// Behind is how many origin messages the target has not received yet
 	// (0: it holds the position).
-	Behind   uint64 `json:"behind"`
-	Requests int    `json:"requests"`
+	Behind uint64 `json:"behind"`
+	// Copied is, for a target behind, the last origin sequence it has
+	// copied, and OriginLast the origin's last sequence (0: unknown).
+	Copied     uint64 `json:"copied_up_to,omitempty"`
+	OriginLast uint64 `json:"origin_last,omitempty"`
+	// AfterLast says the consumer had finished every origin message: the
+	// copy starts after the target's copy of the origin's last one.
+	AfterLast bool `json:"after_last,omitempty"`
+	// Reason says, for by-time, why nothing exact was available.
+	Reason string `json:"reason,omitempty"`
+	// OriginUnreachable says the origin could not be read: the position
+	// was translated from the target's records alone.
+	OriginUnreachable bool `json:"origin_unreachable,omitempty"`
+	Requests          int  `json:"requests"`
+
+	unknown bool
 }
 
 // PlanCopy plans copying consumers of the origin stream (the named ones,
@@ -162,13 +176,13 @@ func plan(ctx context.Context, origin replica.Side, snap *positions.Snapshot, na
 		return nil, jsutil.Wrap(err, "%s: stream %q", action, target.Stream)
 	}
 	tinfo := ts.CachedInfo()
-	var originSubjects []string
+	var oinfo *jetstream.StreamInfo
 	if origin.JS != nil {
 		if os, err := origin.JS.Stream(ctx, origin.Stream); err == nil {
-			originSubjects = os.CachedInfo().Config.Subjects
+			oinfo = os.CachedInfo()
 		}
 	}
-	v := newView(origin.Stream, originSubjects, tinfo)
+	v := newView(origin.Stream, oinfo, tinfo)
 	out := &Plan{Origin: origin.Stream, Target: target.Stream, Position: opts.Position, Snapshot: snapshot, Copies: []*Copy{}}
 	var saved []positions.ConsumerSnapshot
 	for _, ss := range snap.Streams {
@@ -220,17 +234,9 @@ func copyOne(ctx context.Context, origin, target replica.Side, tinfo *jetstream.
 	if opts.Position == PositionDelivered {
 		cp.OriginSeq = cs.Delivered.StreamSeq + 1
 	}
-	res, err := opts.Translate(ctx, origin, cp.OriginSeq, target)
+	seq, err := translate(ctx, origin, target, tinfo, v, cp, opts)
 	if err != nil {
 		return nil, reset.Move{}, err
-	}
-	cp.Translation = Translation{
-		TargetSeq: res.TargetSeq, FromSeq: res.FromSeq, Method: string(res.Method),
-		Exact: res.Method != replica.ByTime, Behind: res.Behind, Requests: res.Requests,
-	}
-	seq := res.TargetSeq
-	if seq == 0 {
-		seq = tinfo.State.LastSeq + 1 // none yet: the target's next message
 	}
 	a, err := adapt(cs.Config, seq, tinfo.Config.Replicas, v)
 	if err != nil {
@@ -243,13 +249,58 @@ func copyOne(ctx context.Context, origin, target replica.Side, tinfo *jetstream.
 	return cp, reset.Move{Consumer: cs.Name, Seq: seq, Config: a.config, From: from}, nil
 }
 
+// translate fills in cp.Translation and returns the target sequence the
+// copy starts at. A consumer that had finished every origin message
+// (cp.OriginSeq past the origin's last) starts after the target's copy of
+// the last one.
+func translate(ctx context.Context, origin, target replica.Side, tinfo *jetstream.StreamInfo, v *view, cp *Copy, opts Options) (uint64, error) {
+	ask := cp.OriginSeq
+	if v.originKnown && ask > v.originLast {
+		cp.Translation.AfterLast = true
+		if v.originLast == 0 {
+			cp.Translation.Method, cp.Translation.Exact = v.method(), true
+			return tinfo.State.LastSeq + 1, nil
+		}
+		ask = v.originLast
+	}
+	res, err := opts.Translate(ctx, origin, ask, target)
+	var be *replica.BehindError
+	switch {
+	case errors.As(err, &be) && res != nil:
+		cp.Translation.Copied, cp.Translation.OriginLast, cp.Translation.unknown = be.CopiedSeq, be.OriginLastSeq, be.Unknown
+		if cp.Translation.AfterLast {
+			res.Behind++ // the position is one past the last
+		}
+	case err != nil:
+		return 0, err
+	}
+	cp.Translation.TargetSeq, cp.Translation.FromSeq, cp.Translation.Method = res.TargetSeq, res.FromSeq, string(res.Method)
+	cp.Translation.Exact, cp.Translation.Behind, cp.Translation.Requests = res.Method != replica.ByTime, res.Behind, res.Requests
+	cp.Translation.Reason, cp.Translation.OriginUnreachable = res.Reason, res.OriginUnreachable
+	seq := res.StartSeq
+	if cp.Translation.AfterLast && res.TargetSeq > 0 && res.FromSeq == ask {
+		seq = res.TargetSeq + 1
+	}
+	if seq == 0 {
+		seq = tinfo.State.LastSeq + 1
+	}
+	return seq, nil
+}
+
 // note adds to a planned change what the copy says about it: how its
 // position was found, the fields dropped, the filters, and the refusal of
 // a position the target has not received.
 func note(c *reset.Change, cp *Copy, v *view, opts Options) {
 	t := cp.Translation
 	if !t.Exact {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("translated by time: %q keeps no exact record of which %q message each of its messages came from, so the copy may skip or repeat messages near the position", v.target, v.origin))
+		why := t.Reason
+		if why == "" {
+			why = fmt.Sprintf("%q keeps no exact record of which %q message each of its messages came from", v.target, v.origin)
+		}
+		c.Warnings = append(c.Warnings, fmt.Sprintf("translated by time (%s): the copy may skip or repeat messages near the position", why))
+	}
+	if t.OriginUnreachable {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%q could not be read: the position was translated from %q's records alone", v.origin, v.target))
 	}
 	for _, d := range cp.Dropped {
 		c.Warnings = append(c.Warnings, "not copied: "+d)
@@ -261,16 +312,28 @@ func note(c *reset.Change, cp *Copy, v *view, opts Options) {
 	if t.Behind == 0 {
 		return
 	}
+	lag := fmt.Sprintf("%q has not yet received %q's sequence %d: %s", v.target, v.origin, cp.OriginSeq, behindText(t))
 	if opts.AllowLag {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("%q has not yet received %q's sequence %d (it is %s behind): the copy starts at %q's next message, so the messages of %q before sequence %d that reach %q later are delivered again",
-			v.target, v.origin, cp.OriginSeq, messages(t.Behind), v.target, v.origin, cp.OriginSeq, v.target))
+		c.Warnings = append(c.Warnings, lag+fmt.Sprintf("; the copy starts at %q's sequence %d, so messages of %q before sequence %d that reach %q later may be delivered again",
+			v.target, c.To.Sequence, v.origin, cp.OriginSeq, v.target))
 		return
 	}
 	if c.Refused != "" {
 		c.Refused += "; "
 	}
-	c.Refused += fmt.Sprintf("%q has not yet received %q's sequence %d: it is %s behind (replication lag); wait for it to catch up, or pass --allow-lag to start the copy at %q's next message",
-		v.target, v.origin, cp.OriginSeq, messages(t.Behind), v.target)
+	c.Refused += lag + fmt.Sprintf(" (replication lag); wait for it to catch up, or pass --allow-lag to start the copy at %q's next message", v.target)
+}
+
+// behindText says how far behind a target is.
+func behindText(t Translation) string {
+	if t.unknown {
+		return fmt.Sprintf("it has copied up to sequence %d, %s short, and the origin cannot be read to tell whether more is coming", t.Copied, messages(t.Behind))
+	}
+	out := fmt.Sprintf("it is %s behind (it has copied up to sequence %d", messages(t.Behind), t.Copied)
+	if t.OriginLast > 0 {
+		out += fmt.Sprintf("; the origin is at %d", t.OriginLast)
+	}
+	return out + ")"
 }
 
 func messages(n uint64) string {

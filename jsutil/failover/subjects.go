@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jsctl/jsctl/jsutil/replica"
 	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -19,14 +20,20 @@ type view struct {
 	// link is the target's mirror, or its source of the origin.
 	link   *jetstream.StreamSource
 	mirror bool
-	// originSubjects are the origin's subjects (nil when unknown).
+	// originSubjects are the origin's subjects (nil when unknown);
+	// originLast its last sequence, when originKnown.
 	originSubjects []string
+	originLast     uint64
+	originKnown    bool
 }
 
 // newView finds how target replicates origin from the target's
 // configuration.
-func newView(origin string, originSubjects []string, target *jetstream.StreamInfo) *view {
-	v := &view{origin: origin, target: target.Config.Name, originSubjects: originSubjects}
+func newView(origin string, oinfo *jetstream.StreamInfo, target *jetstream.StreamInfo) *view {
+	v := &view{origin: origin, target: target.Config.Name}
+	if oinfo != nil {
+		v.originSubjects, v.originLast, v.originKnown = oinfo.Config.Subjects, oinfo.State.LastSeq, true
+	}
 	if m := target.Config.Mirror; m != nil && m.Name == origin {
 		v.link, v.mirror = m, true
 		return v
@@ -38,6 +45,17 @@ func newView(origin string, originSubjects []string, target *jetstream.StreamInf
 		}
 	}
 	return v
+}
+
+// method is how the target's link translates positions.
+func (v *view) method() string {
+	switch {
+	case v.link == nil:
+		return string(replica.ByTime)
+	case v.mirror:
+		return string(replica.Mirror)
+	}
+	return string(replica.Source)
 }
 
 // takes lists the subjects, as the target holds them, of the origin's
