@@ -295,6 +295,14 @@ func (r *copyRun) print(p *Printer, note string) error {
 		cp := r.plan.Copies[i]
 		who := Escape(c.Consumer)
 		p.Printf("  %s: %s\n", who, translationText(r.origin, r.target, cp))
+		if c.Method == reset.Create {
+			// Shown against the origin consumer's configuration.
+			shown := *c
+			shown.ConfigDiff = nil
+			printChangeNotes(p, who, &shown)
+			printConfigDiff(p, who, "configuration against the one on "+Escape(r.origin), c.ConfigDiff)
+			continue
+		}
 		printChangeNotes(p, who, c)
 	}
 	switch {

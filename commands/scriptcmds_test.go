@@ -61,6 +61,7 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"stream-msg":              cmdStreamMsg,
 		"stream-purge":            cmdStreamPurge,
 		"consumer-waited":         cmdConsumerWaited,
+		"stream-mirror":           cmdStreamMirror,
 	}
 }
 

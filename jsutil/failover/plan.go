@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -82,6 +83,8 @@ type Copy struct {
 	Dropped []string `json:"dropped"`
 
 	notes []string
+	// raw is the origin consumer's configuration, config the copy's.
+	raw, config []byte
 }
 
 // Translation is how the origin sequence was found on the target (see
@@ -245,6 +248,7 @@ func copyOne(ctx context.Context, origin, target replica.Side, tinfo *jetstream.
 	cp.Filters, cp.Dropped = a.filters, append(cp.Dropped, a.dropped...)
 	cp.OriginFilters = originFilters(cs)
 	cp.notes = append(a.notes, unmappedNote(a.unmapped, v)...)
+	cp.raw, cp.config = cs.Config, a.config
 	from := fmt.Sprintf("its configuration on %q", origin.Stream)
 	return cp, reset.Move{Consumer: cs.Name, Seq: seq, Config: a.config, From: from}, nil
 }
@@ -291,6 +295,14 @@ func translate(ctx context.Context, origin, target replica.Side, tinfo *jetstrea
 // position was found, the fields dropped, the filters, and the refusal of
 // a position the target has not received.
 func note(c *reset.Change, cp *Copy, v *view, opts Options) {
+	if c.Method == reset.Create {
+		// A created copy is shown against the origin consumer, not
+		// against the server's defaults.
+		c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool { return strings.HasPrefix(w, defaultsWarning) })
+		if diff, err := reset.DiffConfig(cp.raw, cp.config); err == nil {
+			c.ConfigDiff = diff
+		}
+	}
 	t := cp.Translation
 	if !t.Exact {
 		why := t.Reason
@@ -335,6 +347,10 @@ func behindText(t Translation) string {
 	}
 	return out + ")"
 }
+
+// defaultsWarning starts the warnings reset.PlanMoves gives a created
+// consumer's configuration against the server's defaults.
+const defaultsWarning = "saved configuration against the server's defaults: "
 
 func messages(n uint64) string {
 	if n == 1 {
