@@ -61,7 +61,8 @@ func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args 
 		"stream-msg":              cmdStreamMsg,
 		"stream-purge":            cmdStreamPurge,
 		"consumer-waited":         cmdConsumerWaited,
-		"stream-mirror":           cmdStreamMirror,
+		"stream-replica":          cmdStreamReplica,
+		"stream-wait-msgs":        cmdStreamWaitMsgs,
 	}
 }
 

@@ -23,6 +23,9 @@ type SeekCmd struct {
 	Strategy string `name:"strategy" enum:"auto,server,bisect" default:"auto" predictor:"enum" help:"Lookup: the server's time index, a client-side binary search, or auto (server, falling back to bisect) (${enum})."`
 
 	Interactive bool `short:"i" name:"interactive" help:"Choose the time on a terminal screen by looking at the messages (Enter prints what seek prints for it)."`
+
+	Origin       string `name:"origin" placeholder:"STREAM:SEQ" help:"Instead of a time: find the message of this stream (a mirror or a stream sourcing STREAM) that came from STREAM's sequence SEQ, or the first after it (docs/failover.md)."`
+	OriginDomain string `name:"origin-js-domain" placeholder:"DOMAIN" help:"With --origin: reach STREAM in JetStream domain DOMAIN (default: as the stream's mirror or source configuration names it)."`
 }
 
 // Help is the long help of seek.
@@ -35,16 +38,26 @@ timestamps. Deleted, purged and expired messages do not confuse it.
 found or, when none qualifies, the stream's next sequence (after, nearest) or
 its first sequence (before).
 
+--origin STREAM:SEQ finds instead the message of a mirror or of a stream that
+sources STREAM which came from STREAM's sequence SEQ (or the first one copied
+after it), exactly from the mirror's sequences or the sources' headers; where
+nothing records it, by time, labelled by-time. A replica that has not received
+SEQ yet is refused (exit 5) with how far behind it is.
+
 Examples:
   jsctl seek ORDERS "2026-11-29 10:00"
   jsctl seek ORDERS -90m --mode before --around 3
   jsctl seek ORDERS 2026-11-29T10:00:00Z --subject 'orders.eu.>' --json
   jsctl seek ORDERS "2h ago" --mode nearest --strategy bisect
-  jsctl seek ORDERS --interactive`
+  jsctl seek ORDERS --interactive
+  jsctl seek ORDERS_DR --origin ORDERS:1042 --around 2`
 }
 
 // Validate checks the flags.
 func (c *SeekCmd) Validate() error {
+	if c.Origin != "" {
+		return c.validateOrigin()
+	}
 	if c.Time == "" && !c.Interactive {
 		return jsutil.Errorf(jsutil.ErrBadInput, "name the time to look for (or pass --interactive to choose it on screen)")
 	}
@@ -61,6 +74,9 @@ func (c *SeekCmd) Validate() error {
 func (c *SeekCmd) Run(ctx context.Context, env *Env) error {
 	if c.Interactive {
 		return runPickSeek(ctx, env, c)
+	}
+	if c.Origin != "" {
+		return c.runOrigin(ctx, env)
 	}
 	target, err := env.ParseTime(c.Time)
 	if err != nil {

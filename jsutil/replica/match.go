@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -81,6 +82,9 @@ func (t *translator) otherDomain(ctx context.Context, ext *jetstream.ExternalStr
 	if t.oinfo == nil {
 		return "", nil // the origin cannot be asked
 	}
+	if ext == nil && t.sameAPI() {
+		return "", nil // the same JetStream: a name names one stream
+	}
 	od, err := t.domain(ctx, t.origin, &t.odomain)
 	if err != nil || od == nil {
 		return "", err
@@ -97,6 +101,13 @@ func (t *translator) otherDomain(ctx context.Context, ext *jetstream.ExternalStr
 		return "", nil
 	}
 	return fmt.Sprintf("%q copies %q of domain %q, the origin is in domain %q", t.target.Stream, t.origin.Stream, d, *od), nil
+}
+
+// sameAPI reports whether origin and target are asked on the same
+// connection with the same API prefix (so they are in the same domain).
+func (t *translator) sameAPI() bool {
+	o, g := t.origin.JS, t.target.JS
+	return o.Conn() == g.Conn() && jsutil.APIPrefix(o.Options()) == jsutil.APIPrefix(g.Options())
 }
 
 // domain returns a side's JetStream domain (nil when it cannot be read:

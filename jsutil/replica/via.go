@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -29,9 +30,25 @@ func OriginVia(ctx context.Context, target Side, origin string) (Side, error) {
 	if ext == nil || ext.APIPrefix == "" {
 		return Side{JS: target.JS, Stream: origin}, nil
 	}
-	js, err := jetstream.NewWithAPIPrefix(target.JS.Conn(), ext.APIPrefix)
+	js, err := jetstream.NewWithAPIPrefix(target.JS.Conn(), ext.APIPrefix, timeoutOf(target.JS))
 	if err != nil {
 		return Side{}, err
 	}
 	return Side{JS: js, Stream: origin}, nil
+}
+
+// SideInDomain returns stream in JetStream domain on js's connection (as
+// a leaf node's client reaches its hub's streams).
+func SideInDomain(js jetstream.JetStream, stream, domain string) (Side, error) {
+	d, err := jetstream.NewWithDomain(js.Conn(), domain, timeoutOf(js))
+	if err != nil {
+		return Side{}, jsutil.Errorf(jsutil.ErrBadInput, "jetstream domain %q: %w", domain, err)
+	}
+	return Side{JS: d, Stream: stream}, nil
+}
+
+// timeoutOf keeps js's request timeout on a handle made from its
+// connection.
+func timeoutOf(js jetstream.JetStream) jetstream.JetStreamOpt {
+	return jetstream.WithDefaultTimeout(js.Options().DefaultTimeout)
 }
