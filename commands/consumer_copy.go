@@ -326,17 +326,17 @@ func translationText(origin, target string, cp *failover.Copy) string {
 	}
 	switch {
 	case t.AfterLast && t.Behind == 0:
-		return fmt.Sprintf("%s sequence %d is after its last message: the copy starts after %s's copy of it (%s, %d requests)", Escape(origin), cp.OriginSeq, Escape(target), how, t.Requests)
+		return fmt.Sprintf("%s sequence %d is after its last message: the copy starts after %s's copy of it (%s)", Escape(origin), cp.OriginSeq, Escape(target), how)
 	case t.Behind > 0 && t.TargetSeq == 0:
 		return fmt.Sprintf("%s sequence %d is not on %s yet (%s behind)", Escape(origin), cp.OriginSeq, Escape(target), messages(t.Behind))
 	case t.TargetSeq == 0 || t.FromSeq == 0 && t.Exact:
-		return fmt.Sprintf("%s sequence %d: %s holds nothing from it or after it yet; the copy starts at its next message (%s, %d requests)", Escape(origin), cp.OriginSeq, Escape(target), how, t.Requests)
+		return fmt.Sprintf("%s sequence %d: %s holds nothing from it or after it yet; the copy starts at its next message (%s)", Escape(origin), cp.OriginSeq, Escape(target), how)
 	case !t.Exact:
-		return fmt.Sprintf("%s sequence %d is found by time at %s sequence %d (approximate, %d requests)", Escape(origin), cp.OriginSeq, Escape(target), t.TargetSeq, t.Requests)
+		return fmt.Sprintf("%s sequence %d is found by time at %s sequence %d (approximate)", Escape(origin), cp.OriginSeq, Escape(target), t.TargetSeq)
 	case t.FromSeq != cp.OriginSeq:
-		return fmt.Sprintf("%s sequence %d is not on %s; the first after it, %d, is %s sequence %d (%s, %d requests)", Escape(origin), cp.OriginSeq, Escape(target), t.FromSeq, Escape(target), t.TargetSeq, how, t.Requests)
+		return fmt.Sprintf("%s sequence %d is not on %s; the first after it, %d, is %s sequence %d (%s)", Escape(origin), cp.OriginSeq, Escape(target), t.FromSeq, Escape(target), t.TargetSeq, how)
 	}
-	return fmt.Sprintf("%s sequence %d is %s sequence %d (%s, %d requests)", Escape(origin), cp.OriginSeq, Escape(target), t.TargetSeq, how, t.Requests)
+	return fmt.Sprintf("%s sequence %d is %s sequence %d (%s)", Escape(origin), cp.OriginSeq, Escape(target), t.TargetSeq, how)
 }
 
 func messages(n uint64) string { return plural(int(n), "message", "messages") }
