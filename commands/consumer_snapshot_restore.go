@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -132,6 +133,12 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	cl, err := env.Client(ctx)
+	if err != nil && snap != nil && c.ToStream != "" && c.targetFlags.ToServer+c.targetFlags.ToContext != "" && errors.Is(err, jsutil.ErrConnection) {
+		// Failing over from a lost origin: the snapshot file and the
+		// replica's own records are enough for exact translations.
+		fmt.Fprintf(env.Stderr, "jsctl: warning: the origin's server cannot be reached (%v): translating from the replica's records alone\n", err)
+		cl, err = nil, nil
+	}
 	if err != nil {
 		return err
 	}
@@ -182,7 +189,11 @@ func (c *ConsumerSnapshotRestoreCmd) restoreTo(ctx context.Context, env *Env, p 
 	fo := failover.Options{Reset: opts, Positions: positionsOptions(env, "")}
 	bar := env.Progress("planning")
 	fo.Reset.Progress = bar.Set
-	plan, err := failover.PlanSnapshot(ctx, replica.Side{JS: cl.JS, Stream: origin}, snap, c.Consumers, replica.Side{JS: tcl.JS, Stream: c.ToStream}, fo)
+	from := replica.Side{Stream: origin}
+	if cl != nil {
+		from.JS = cl.JS
+	}
+	plan, err := failover.PlanSnapshot(ctx, from, snap, c.Consumers, replica.Side{JS: tcl.JS, Stream: c.ToStream}, fo)
 	bar.Done()
 	if err != nil {
 		return err

@@ -46,7 +46,10 @@ type replicas struct {
 	msgs []string
 	// consumers counts the origin consumers made, for unique names.
 	consumers int
-	f         replicaFigures
+	// filters are the origin consumers' filters, when the origin cannot
+	// be asked.
+	filters map[string]string
+	f       replicaFigures
 }
 
 // replicaFigures are what the replica tests count.
@@ -270,6 +273,9 @@ func (r *replicas) first(tg target, name string) (uint64, string) {
 
 // filterOf is a consumer's filter on the origin.
 func (r *replicas) filterOf(name string) string {
+	if f, ok := r.filters[name]; ok {
+		return f
+	}
 	c, err := r.ojs.Consumer(ctxFor(r.t), "ORDERS", name)
 	if err != nil {
 		r.t.Fatal(err)

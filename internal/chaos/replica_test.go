@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,8 @@ func TestCopyToReplicasOneServer(t *testing.T) {
 // (on the leaf, through the hub with --js-domain leaf), a snapshot saved on
 // the hub restored on the leaf, and, with the leaf cut off from the hub
 // while the hub takes 10 more messages, a copy refused with exit 5 through
-// a connection to the leaf itself (--to-server).
+// a connection to the leaf itself (--to-server). Last, with the hub killed
+// too, a snapshot exported before is restored on the leaf from its file.
 func TestCopyToLeafMirror(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos suite: runs real processes")
@@ -119,11 +121,14 @@ func TestCopyToLeafMirror(t *testing.T) {
 	r.killCopies(tg, 6, 4)
 	r.restoreSnapshot(tg)
 
-	rejoin := natsproc.CutLeaf(leaf)
+	natsproc.CutLeaf(leaf)
 	r.publish(10, false)
 	r.refusesLag(tg, 10, "--to-server", leaf.URL())
-	rejoin()
-	r.waitHolds(tg.stream, uint64(len(r.msgs)))
+
+	// The hub is lost (the leaf still cut off): a snapshot exported before
+	// is restored on the leaf from the file, translated from the leaf's
+	// records alone, at positions the leaf holds.
+	r.restoreLost(tg, hub, leaf.URL(), len(r.msgs)-22)
 
 	t.Logf("seed %d", seed)
 	t.Logf("SUMMARY consumer copy hub (domain hub) to leaf mirror (domain leaf): positions tried %d (random positions %d, in kill tries and snapshot restores %d), exact %d, by-time %d, wrong %d; lag refused %d; kill -9 tries %d (killed %d, changes interrupted and recovered %d, lost %d)",
@@ -172,5 +177,38 @@ func (r *replicas) restoreSnapshot(tg target) {
 	if len(doc.Copies) != len(names) {
 		r.t.Fatalf("snapshot restore copied %d consumers, want %d:\n%s", len(doc.Copies), len(names), out)
 	}
+	r.check(tg, doc, want)
+}
+
+// restoreLost exports a snapshot of four new origin consumers at ack
+// floors below end, kills the origin's server, restores the file onto tg
+// through a connection to targetURL, and checks the first message of each.
+func (r *replicas) restoreLost(tg target, origin *natsproc.Server, targetURL string, end int) {
+	r.t.Helper()
+	want := map[string]uint64{}
+	names := []string{}
+	for j := 0; j < 4; j++ {
+		name, from := r.originConsumer(tg.filters, end)
+		want[name] = from
+		names = append(names, name)
+	}
+	filters := map[string]string{}
+	for _, n := range names {
+		filters[n] = r.filterOf(n)
+	}
+	file := filepath.Join(r.home, "lost.json")
+	if code, out, errs := r.jsctl(append([]string{"consumer", "snapshot", "save", "lost", "ORDERS", "--export", file}, names...)...); code != 0 {
+		r.t.Fatalf("snapshot save exited %d:\n%s\n%s", code, out, errs)
+	}
+	origin.Kill()
+	code, out, errs := r.jsctl("--timeout", "1s", "consumer", "snapshot", "restore", "lost", "--from-file", file, "--to-stream", tg.stream, "--to-server", targetURL, "--execute", "--json")
+	if code != 0 || !strings.Contains(errs, "translating from the replica's records alone") {
+		r.t.Fatalf("snapshot restore from a file with the origin lost exited %d:\n%s\n%s", code, out, errs)
+	}
+	var doc copyDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		r.t.Fatalf("snapshot restore --json: %v\n%s", err, out)
+	}
+	r.filters = filters
 	r.check(tg, doc, want)
 }

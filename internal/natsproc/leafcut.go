@@ -11,9 +11,8 @@ var leafRemote = regexp.MustCompile(`nats-leaf://127\.0\.0\.1:\d+`)
 
 // CutLeaf restarts leaf, a leaf node server (StartHubLeaf), with its
 // remote pointed at a port nobody listens on, so it receives nothing from
-// its hub while it keeps serving its own clients; rejoin restarts it with
-// its remote again and returns once the leaf connection is up.
-func CutLeaf(leaf *Server) (rejoin func()) {
+// its hub (replication lags) while it keeps serving its own clients.
+func CutLeaf(leaf *Server) {
 	leaf.t.Helper()
 	conf, err := os.ReadFile(leaf.ConfigFile)
 	if err != nil {
@@ -31,14 +30,4 @@ func CutLeaf(leaf *Server) (rejoin func()) {
 		leaf.t.Fatal(err)
 	}
 	leaf.Restart()
-	return func() {
-		leaf.t.Helper()
-		if err := os.WriteFile(leaf.ConfigFile, conf, 0o644); err != nil {
-			leaf.t.Fatal(err)
-		}
-		leaf.Restart()
-		if err := leaf.WaitLeafnodes(1, readyWait); err != nil {
-			leaf.t.Fatal(err)
-		}
-	}
 }
