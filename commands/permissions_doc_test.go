@@ -118,6 +118,8 @@ func subjectPattern(subj string) string {
 	switch {
 	case strings.HasPrefix(subj, "_INBOX."), strings.HasPrefix(subj, "$JS.EVENT."), strings.HasPrefix(subj, "$SYS."):
 		return ""
+	case strings.HasPrefix(subj, "$JS.M."), strings.HasPrefix(subj, "$JS.S."), strings.HasPrefix(subj, "$JS.FC."):
+		return "" // the server's own mirror and source traffic (heartbeats, flow control)
 	case tok[0] == "$KV" && len(tok) > 2:
 		return "$KV." + tok[1] + ".>"
 	case tok[0] == "$JS" && len(tok) > 1 && tok[1] == "ACK":
@@ -129,7 +131,7 @@ func subjectPattern(subj string) string {
 	// (for consumers) the consumer; what follows is a filter or a key.
 	out := []string{"$JS", "API"}
 	i := 2
-	for i < len(tok) && tok[i] == strings.ToUpper(tok[i]) && !strings.HasPrefix(tok[i], "KV_") && tok[i] != "ORDERS" && tok[i] != "DEAD" {
+	for i < len(tok) && tok[i] == strings.ToUpper(tok[i]) && !strings.HasPrefix(tok[i], "KV_") && tok[i] != "ORDERS" && tok[i] != "DEAD" && !strings.Contains(tok[i], "_ORDERS") {
 		out = append(out, tok[i])
 		i++
 	}

@@ -399,6 +399,7 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 	}
 	ctx := testserver.Context(t, 60*time.Second)
 	fillReadmeStream(t, ctx, js)
+	addReadmeReplicas(t, ctx, js)
 	for _, name := range []string{"billing", "loader", "shipping", "refunds", "worker"} {
 		if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 			t.Fatal(err)

@@ -30,6 +30,9 @@ func TestTranslateOneServer(t *testing.T) {
 	mustStream(t, js, jetstream.StreamConfig{Name: "FILT", Sources: []*jetstream.StreamSource{{Name: "ORIGIN", FilterSubject: "orders.eu.>"}}})
 	mustStream(t, js, jetstream.StreamConfig{Name: "XFORM", Sources: []*jetstream.StreamSource{{Name: "ORIGIN",
 		SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: "orders.*.>", Destination: "dr.{{wildcard(1)}}.>"}}}}})
+	// Both origins' copies on ORIGIN's subjects: the headers tell them apart.
+	mustStream(t, js, jetstream.StreamConfig{Name: "SHARED", Sources: []*jetstream.StreamSource{{Name: "ORIGIN"}, {Name: "ORIGIN2",
+		SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: "other.>", Destination: "orders.other.>"}}}}})
 	mustStream(t, js, jetstream.StreamConfig{Name: "CHAIN", Sources: []*jetstream.StreamSource{{Name: "AGG"}}})
 	mustStream(t, js, jetstream.StreamConfig{Name: "STUCK", MaxMsgs: 40, Discard: jetstream.DiscardNew,
 		Sources: []*jetstream.StreamSource{{Name: "ORIGIN"}}})
@@ -42,6 +45,7 @@ func TestTranslateOneServer(t *testing.T) {
 	o, o2 := state(t, js, "ORIGIN"), state(t, js, "ORIGIN2")
 	waitMsgs(t, js, "MIRROR", o.Msgs)
 	waitMsgs(t, js, "AGG", o.Msgs+o2.Msgs)
+	waitMsgs(t, js, "SHARED", o.Msgs+o2.Msgs)
 	waitMsgs(t, js, "XFORM", o.Msgs)
 	waitMsgs(t, js, "CHAIN", o.Msgs+o2.Msgs)
 	waitMsgs(t, js, "STUCK", 40)
@@ -56,7 +60,7 @@ func TestTranslateOneServer(t *testing.T) {
 	deleteSeqs(t, js, "ORIGIN", 100, 101, 150)
 
 	truth := map[string][]copied{}
-	for _, name := range []string{"MIRROR", "AGG", "FILT", "XFORM", "STUCK"} {
+	for _, name := range []string{"MIRROR", "AGG", "SHARED", "FILT", "XFORM", "STUCK"} {
 		of := ""
 		if name == "MIRROR" {
 			of = "ORIGIN"
@@ -78,8 +82,8 @@ func TestTranslateOneServer(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(21, 1))
 	origin := Side{JS: js, Stream: "ORIGIN"}
-	want := map[string]Method{"MIRROR": Mirror, "AGG": Source, "FILT": Source, "XFORM": Source, "CHAIN": ByTime}
-	for _, name := range []string{"MIRROR", "AGG", "FILT", "XFORM", "CHAIN"} {
+	want := map[string]Method{"MIRROR": Mirror, "AGG": Source, "SHARED": Source, "FILT": Source, "XFORM": Source, "CHAIN": ByTime}
+	for _, name := range []string{"MIRROR", "AGG", "SHARED", "FILT", "XFORM", "CHAIN"} {
 		c := checkRandom(t, rng, origin, Side{JS: js, Stream: name}, truth[name], 100)
 		t.Logf("ORIGIN → %-6s %s", name, c)
 		if name == "CHAIN" {
@@ -94,15 +98,17 @@ func TestTranslateOneServer(t *testing.T) {
 			t.Errorf("%s: method %v (%v), want %s", name, res, err, want[name])
 		}
 	}
-	// The second origin, from the same aggregate.
-	c := checkRandom(t, rng, Side{JS: js, Stream: "ORIGIN2"}, Side{JS: js, Stream: "AGG"}, truth["AGG"], 100)
-	t.Logf("ORIGIN2 → AGG    %s", c)
-	if c.exact != c.tried {
-		t.Errorf("ORIGIN2 → AGG: %d of %d exact, want all", c.exact, c.tried)
+	// The second origin, from the same aggregates.
+	for _, name := range []string{"AGG", "SHARED"} {
+		c := checkRandom(t, rng, Side{JS: js, Stream: "ORIGIN2"}, Side{JS: js, Stream: name}, truth[name], 100)
+		t.Logf("ORIGIN2 → %-6s %s", name, c)
+		if c.exact != c.tried {
+			t.Errorf("ORIGIN2 → %s: %d of %d exact, want all", name, c.exact, c.tried)
+		}
 	}
 
 	checkStuck(t, origin, Side{JS: js, Stream: "STUCK"}, truth["STUCK"], o.LastSeq)
-	for _, name := range []string{"MIRROR", "AGG", "FILT", "XFORM"} {
+	for _, name := range []string{"MIRROR", "AGG", "SHARED", "FILT", "XFORM"} {
 		lag, err := ReplicaLag(testCtx(t), origin, Side{JS: js, Stream: name})
 		if err != nil || lag.Messages != 0 || lag.Age != 0 || lag.LastOriginSeq != o.LastSeq {
 			t.Errorf("%s: lag %+v (%v), want none at origin %d", name, lag, err, o.LastSeq)
