@@ -81,6 +81,9 @@ func (c *ConsumerCopyCmd) Validate() error {
 	if c.All == (len(c.Consumers) > 0) {
 		return jsutil.Errorf(jsutil.ErrBadInput, "name consumers to copy or pass --all (not both)")
 	}
+	if c.ToStream == c.Stream && !c.targetFlags.second() {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--to-stream %s is the origin stream itself: name its mirror or a stream that sources it (or, for a replica of the same name elsewhere, --to-server, --to-context or --to-js-domain)", c.ToStream)
+	}
 	return c.changeFlags.validate()
 }
 

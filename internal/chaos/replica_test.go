@@ -68,11 +68,11 @@ func TestCopyToReplicasOneServer(t *testing.T) {
 	}
 	r.waitHolds("LAG", uint64(len(r.msgs)))
 	for _, tg := range targets {
-		r.rounds(tg, 5, 5)
+		r.rounds(tg, 1, 25)
 	}
 	positions := r.f.positions
 
-	r.killCopies(targets[3], 6, 4)
+	r.killCopies(targets[3], killTries, 4)
 	r.restoreSnapshot(targets[3])
 
 	// The origin gets 10 more messages, which LAG cannot take.
@@ -83,7 +83,7 @@ func TestCopyToReplicasOneServer(t *testing.T) {
 
 	t.Logf("seed %d", seed)
 	t.Logf("SUMMARY consumer copy on one server (mirror, source with a second origin, filtered source, transformed source): positions tried %d (random positions %d, in kill tries and snapshot restores %d), exact %d, by-time %d, wrong %d; lag refused %d; kill -9 tries %d (killed %d, changes interrupted and recovered %d, lost %d)",
-		r.f.positions, positions, r.f.positions-positions, r.f.exact, r.f.byTime, r.f.wrong, r.f.refused, 6, r.f.kills, r.f.interrupted, r.f.lost)
+		r.f.positions, positions, r.f.positions-positions, r.f.exact, r.f.byTime, r.f.wrong, r.f.refused, killTries, r.f.kills, r.f.interrupted, r.f.lost)
 	if r.f.interrupted == 0 {
 		t.Errorf("no kill interrupted a change: the kill test showed nothing")
 	}
@@ -115,10 +115,10 @@ func TestCopyToLeafMirror(t *testing.T) {
 	r.publish(300, false)
 	tg := target{stream: "ORDERS_L", mirror: true, holds: all, subject: same, filters: []string{"", "orders.eu", "orders.us"}}
 	r.waitHolds(tg.stream, uint64(len(r.msgs)))
-	r.rounds(tg, 20, 5)
+	r.rounds(tg, 4, 25)
 	positions := r.f.positions
 
-	r.killCopies(tg, 6, 4)
+	r.killCopies(tg, killTries, 4)
 	r.restoreSnapshot(tg)
 
 	natsproc.CutLeaf(leaf)
@@ -132,11 +132,14 @@ func TestCopyToLeafMirror(t *testing.T) {
 
 	t.Logf("seed %d", seed)
 	t.Logf("SUMMARY consumer copy hub (domain hub) to leaf mirror (domain leaf): positions tried %d (random positions %d, in kill tries and snapshot restores %d), exact %d, by-time %d, wrong %d; lag refused %d; kill -9 tries %d (killed %d, changes interrupted and recovered %d, lost %d)",
-		r.f.positions, positions, r.f.positions-positions, r.f.exact, r.f.byTime, r.f.wrong, r.f.refused, 6, r.f.kills, r.f.interrupted, r.f.lost)
+		r.f.positions, positions, r.f.positions-positions, r.f.exact, r.f.byTime, r.f.wrong, r.f.refused, killTries, r.f.kills, r.f.interrupted, r.f.lost)
 	if r.f.interrupted == 0 {
 		t.Errorf("no kill interrupted a change: the kill test showed nothing")
 	}
 }
+
+// killTries is how many copies each test kills.
+const killTries = 4
 
 func mustStream(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig) {
 	t.Helper()
