@@ -104,8 +104,12 @@ func (e *BehindError) Error() string {
 // same: exact translations need only the target's records (see
 // Result.OriginUnreachable); a by-time translation needs the origin.
 //
+// originSeq may be the origin's last sequence + 1 (a consumer that has
+// finished everything): TargetSeq is then 0 and StartSeq the target's next
+// sequence, once the target has copied everything.
+//
 // Errors: an unknown stream wraps jsutil.ErrNotFound; originSeq 0 or beyond
-// the origin's last sequence, or an invalid side, wraps jsutil.ErrBadInput;
+// the origin's last sequence + 1, or an invalid side, wraps jsutil.ErrBadInput;
 // a target that has not yet received originSeq returns the Result (Behind
 // set) and an error wrapping jsutil.ErrConflict and *BehindError.
 func Translate(ctx context.Context, origin Side, originSeq uint64, target Side) (*Result, error) {
@@ -121,7 +125,9 @@ func Translate(ctx context.Context, origin Side, originSeq uint64, target Side) 
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "translate a position of %q: sequences start at 1, got 0", origin.Stream)
 	}
 	res.OriginUnreachable = t.oinfo == nil
-	if t.oinfo != nil && originSeq > t.oinfo.State.LastSeq {
+	// LastSeq+1 is a consumer that has finished everything: it starts with
+	// the next message, wherever the target will store it.
+	if t.oinfo != nil && originSeq > t.oinfo.State.LastSeq+1 {
 		last := t.oinfo.State.LastSeq
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "translate sequence %d of %q: the stream's last sequence is %d", originSeq, origin.Stream, last)
 	}

@@ -108,6 +108,23 @@ func TestTranslateOneServer(t *testing.T) {
 	}
 
 	checkStuck(t, origin, Side{JS: js, Stream: "STUCK"}, truth["STUCK"], o.LastSeq)
+	// A consumer that has finished everything: the next message stored.
+	for _, name := range []string{"MIRROR", "AGG", "SHARED", "XFORM"} {
+		res, err := Translate(testCtx(t), origin, o.LastSeq+1, Side{JS: js, Stream: name})
+		next := state(t, js, name).LastSeq + 1
+		if name == "MIRROR" {
+			next = o.LastSeq + 1
+		}
+		if err != nil || res.TargetSeq != 0 || res.StartSeq != next {
+			t.Errorf("%s: translate the origin's last+1 (%d): %+v, %v; want start %d", name, o.LastSeq+1, res, err, next)
+		}
+	}
+	if _, err := Translate(testCtx(t), origin, o.LastSeq+1, Side{JS: js, Stream: "STUCK"}); !errors.Is(err, jsutil.ErrConflict) {
+		t.Errorf("STUCK: translate the origin's last+1: %v, want refused", err)
+	}
+	if _, err := Translate(testCtx(t), origin, o.LastSeq+2, Side{JS: js, Stream: "MIRROR"}); !errors.Is(err, jsutil.ErrBadInput) {
+		t.Errorf("MIRROR: translate the origin's last+2: %v, want bad input", err)
+	}
 	for _, name := range []string{"MIRROR", "AGG", "SHARED", "FILT", "XFORM"} {
 		lag, err := ReplicaLag(testCtx(t), origin, Side{JS: js, Stream: name})
 		if err != nil || lag.Messages != 0 || lag.Age != 0 || lag.LastOriginSeq != o.LastSeq {
