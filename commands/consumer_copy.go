@@ -215,7 +215,7 @@ func (r *copyRun) run(ctx context.Context, env *Env, p *Printer, tcl *jsutil.Cli
 	warnUnfinished(env, p, pl.Unfinished)
 	if err := pl.Err(); err != nil {
 		_ = r.print(p, "")
-		return err
+		return r.refusal(pl)
 	}
 	apply, err := askApply(ctx, env, p, applyRequest{
 		changeFlags: r.change, Changes: len(pl.Changes), Action: r.action(),
@@ -233,6 +233,32 @@ func (r *copyRun) run(ctx context.Context, env *Env, p *Printer, tcl *jsutil.Cli
 		return err
 	}
 	return execErr
+}
+
+// refusal is the error of a plan with refused changes (jsutil.ErrConflict),
+// worded as a copy.
+func (r *copyRun) refusal(pl *reset.Plan) error {
+	var first *reset.Change
+	n := 0
+	for _, c := range pl.Changes {
+		if c.Refused != "" {
+			if first == nil {
+				first = c
+			}
+			n++
+		}
+	}
+	if first == nil {
+		return pl.Err()
+	}
+	what := fmt.Sprintf("copy consumer %q of %q to %q", first.Consumer, r.origin, r.target)
+	if r.plan.Snapshot != "" {
+		what = fmt.Sprintf("restore consumer %q of snapshot %q on %q", first.Consumer, r.plan.Snapshot, r.target)
+	}
+	if n > 1 {
+		return jsutil.Errorf(jsutil.ErrConflict, "%s: %s (and %d more consumers refused)", what, first.Refused, n-1)
+	}
+	return jsutil.Errorf(jsutil.ErrConflict, "%s: %s", what, first.Refused)
 }
 
 // copyDocument is what --json prints.
