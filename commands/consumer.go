@@ -27,6 +27,7 @@ type ConsumerCmd struct {
 	Resume   ConsumerResumeCmd   `cmd:"" help:"Resume a paused consumer."`
 	Check    ConsumerCheckCmd    `cmd:"" help:"Check consumers against thresholds (Nagios and Prometheus output, exit 0-3)."`
 	Snapshot ConsumerSnapshotCmd `cmd:"" help:"Save consumer positions under a name, compare with them, restore them, list and remove them."`
+	Copy     ConsumerCopyCmd     `cmd:"" help:"Copy durable consumers to a mirror or sourced stream at the same place in the data (failover)."`
 }
 
 // Help is the long help of the consumer group.

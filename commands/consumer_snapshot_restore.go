@@ -2,10 +2,15 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/failover"
 	"github.com/jsctl/jsctl/jsutil/positions"
+	"github.com/jsctl/jsctl/jsutil/replica"
 	"github.com/jsctl/jsctl/jsutil/reset"
 )
 
@@ -24,6 +29,7 @@ type ConsumerSnapshotRestoreCmd struct {
 	Export string `name:"export" type:"path" placeholder:"FILE" predictor:"file" help:"Write the plan as JSON to FILE (apply it with jsctl consumer reset --from-file FILE --execute)."`
 	ByTime bool   `name:"by-time" help:"Find each saved position by its saved time (the first message after the saved ack floor's time) instead of its sequence, as for a stream deleted and created again since the snapshot."`
 	pauseFlags
+	targetFlags
 }
 
 // Help is the long help of consumer snapshot restore.
@@ -59,7 +65,16 @@ A stream deleted and created again since the snapshot (its creation time differs
 from the saved one) is refused (exit 5): its sequences name other messages now.
 --by-time restores each position by its saved time instead: the next delivery is
 the first message after the saved ack floor's time (the plan says "by time",
---json "by_time": true). --json prints {"streams", "target": {"kind": "saved", "snapshot"},
+--json "by_time": true).
+
+--to-stream TARGET restores onto a replica of the snapshot's stream (a mirror
+or a stream that sources it, also on another cluster or domain with
+--to-server, --to-context, --to-js-domain and --to-creds): each saved
+position (ack floor + 1) is translated as jsctl consumer copy does, and the
+output and --json are consumer copy's ("snapshot" names it). The snapshot
+must hold one stream's consumers (name them as STREAM/CONSUMER otherwise).
+
+--json prints {"streams", "target": {"kind": "saved", "snapshot"},
 "executed", "changes": [...]} with the changes of consumer reset --json.
 
 Examples:
@@ -67,7 +82,8 @@ Examples:
   jsctl consumer snapshot restore pre-deploy --execute
   jsctl consumer snapshot restore pre-deploy billing --pause --execute
   jsctl consumer snapshot restore pre-deploy --by-time             # a recreated stream
-  jsctl consumer snapshot restore pre-deploy --from-file pre-deploy.json --forget-acks --execute`
+  jsctl consumer snapshot restore pre-deploy --from-file pre-deploy.json --forget-acks --execute
+  jsctl consumer snapshot restore pre-deploy --to-stream ORDERS_DR --to-context dr --execute`
 }
 
 // Validate checks the name and the flag combinations.
@@ -84,7 +100,16 @@ func (c *ConsumerSnapshotRestoreCmd) Validate() error {
 	if c.Export != "" && c.Execute {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--export writes a plan for review and never applies it: drop --execute, then apply the file with jsctl consumer reset --from-file FILE --execute")
 	}
-	return nil
+	if c.ToStream == "" {
+		if c.targetFlags.second() {
+			return jsutil.Errorf(jsutil.ErrBadInput, "--to-server, --to-context, --to-js-domain and --to-creds go with --to-stream TARGET")
+		}
+		return nil
+	}
+	if c.Export != "" || c.ByTime {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--to-stream cannot be used with --export or --by-time")
+	}
+	return c.targetFlags.validate()
 }
 
 // Run plans the restore, prints it and (with --execute or a confirmation)
@@ -108,6 +133,12 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 		}
 	}
 	cl, err := env.Client(ctx)
+	if err != nil && snap != nil && c.ToStream != "" && c.targetFlags.ToServer+c.targetFlags.ToContext != "" && errors.Is(err, jsutil.ErrConnection) {
+		// Failing over from a lost origin: the snapshot file and the
+		// replica's own records are enough for exact translations.
+		fmt.Fprintf(env.Stderr, "jsctl: warning: the origin's server cannot be reached (%v): translating from the replica's records alone\n", err)
+		cl, err = nil, nil
+	}
 	if err != nil {
 		return err
 	}
@@ -122,6 +153,9 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 	}
 	c.pauseFlags.apply(&opts)
 	env.waitOptions(&opts)
+	if c.ToStream != "" {
+		return c.restoreTo(ctx, env, p, cl, snap, opts)
+	}
 	bar := env.Progress("planning")
 	opts.Progress = bar.Set
 	plans, err := positions.PlanRestore(ctx, cl.JS, snap, c.Consumers, opts)
@@ -138,4 +172,56 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 		action: fmt.Sprintf("restore snapshot %q on %s", snap.Name, streamsText(plans)),
 	}
 	return r.run(ctx, env, p, cl.JS)
+}
+
+// restoreTo restores the snapshot onto the replica --to-stream, each saved
+// position translated (jsutil/failover).
+func (c *ConsumerSnapshotRestoreCmd) restoreTo(ctx context.Context, env *Env, p *Printer, cl *jsutil.Client, snap *positions.Snapshot, opts reset.Options) error {
+	origin, err := snapshotOrigin(snap, c.Consumers)
+	if err != nil {
+		return err
+	}
+	tcl, where, closeTarget, err := c.connect(ctx, env, cl)
+	if err != nil {
+		return err
+	}
+	defer closeTarget()
+	fo := failover.Options{Reset: opts, Positions: positionsOptions(env, "")}
+	bar := env.Progress("planning")
+	fo.Reset.Progress = bar.Set
+	from := replica.Side{Stream: origin}
+	if cl != nil {
+		from.JS = cl.JS
+	}
+	plan, err := failover.PlanSnapshot(ctx, from, snap, c.Consumers, replica.Side{JS: tcl.JS, Stream: c.ToStream}, fo)
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	r := &copyRun{plan: plan, origin: origin, target: c.ToStream, where: where, change: c.changeFlags}
+	return r.run(ctx, env, p, tcl, opts)
+}
+
+// snapshotOrigin is the one stream whose consumers a restore onto a
+// replica takes from the snapshot: the snapshot's only stream, or that of
+// the consumers named.
+func snapshotOrigin(snap *positions.Snapshot, consumers []string) (string, error) {
+	streams := snap.StreamNames()
+	if len(streams) == 1 {
+		return streams[0], nil
+	}
+	var picked []string
+	for _, n := range consumers {
+		s, _, ok := strings.Cut(n, "/")
+		if !ok {
+			return "", jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q holds consumers of several streams (%s): name those of one as STREAM/CONSUMER to restore them on --to-stream", snap.Name, strings.Join(streams, ", "))
+		}
+		if !slices.Contains(picked, s) {
+			picked = append(picked, s)
+		}
+	}
+	if len(picked) != 1 {
+		return "", jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q holds consumers of several streams (%s): name consumers of one of them as STREAM/CONSUMER to restore them on --to-stream", snap.Name, strings.Join(streams, ", "))
+	}
+	return picked[0], nil
 }

@@ -2,6 +2,7 @@ package commands_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -50,6 +51,14 @@ func TestChangeContract(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// ORDERS_M mirrors ORDERS (consumer copy copies to it).
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS_M", Mirror: &jetstream.StreamSource{Name: "ORDERS"}}); err != nil {
+		t.Fatal(err)
+	}
+	testserver.WaitFor(t, time.Minute, "the mirror to hold 5 messages", func() bool {
+		m, err := js.Stream(ctx, "ORDERS_M")
+		return err == nil && m.CachedInfo().State.Msgs == 5
+	})
 	for _, name := range []string{"billing", "refunds", "archive", "lost"} {
 		if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 			t.Fatal(err)
@@ -108,6 +117,18 @@ func TestChangeContract(t *testing.T) {
 			must("consumer", "reset", "ORDERS", "archive", "--to-earliest", "--execute")
 		},
 		changed: func(t *testing.T) bool { return info("archive").Delivered.Stream == 2 },
+	}, {
+		name: "consumer copy",
+		args: []string{"consumer", "copy", "ORDERS", "archive", "--to-stream", "ORDERS_M"},
+		prepare: func(t *testing.T) {
+			if err := js.DeleteConsumer(ctx, "ORDERS_M", "archive"); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				t.Fatal(err)
+			}
+		},
+		changed: func(t *testing.T) bool {
+			_, err := js.Consumer(ctx, "ORDERS_M", "archive")
+			return err == nil
+		},
 	}, {
 		name: "consumer recover",
 		args: []string{"consumer", "recover", "ORDERS", "lost"},

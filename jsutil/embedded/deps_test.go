@@ -16,7 +16,7 @@ func TestLibraryDoesNotImportServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no go command in PATH: %v", err)
 	}
-	for _, pkg := range []string{"..", "../seek", "../acks", "../reset", "../positions", "../replica"} {
+	for _, pkg := range []string{"..", "../seek", "../acks", "../reset", "../positions", "../replica", "../failover"} {
 		out, err := exec.Command(goBin, "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

@@ -104,6 +104,26 @@ type Target struct {
 	Consumer string `json:"consumer"`
 }
 
+// Select resolves a selection to its consumers, in stream then consumer
+// order. A stream named with Stream that does not exist is an error
+// wrapping jsutil.ErrNotFound; named consumers are not looked up.
+func Select(ctx context.Context, js jetstream.JetStream, s Selection, opts Options) ([]Target, error) {
+	groups, err := selectGroups(ctx, js, s, opts.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	out := []Target{}
+	for _, g := range groups {
+		if g.err != nil {
+			return nil, g.err
+		}
+		for _, c := range g.consumers {
+			out = append(out, Target{Stream: g.stream, Consumer: c})
+		}
+	}
+	return out, nil
+}
+
 // group is one selected stream: its reader and the consumers selected on
 // it, or the error reading it (a named stream that does not exist).
 type group struct {
