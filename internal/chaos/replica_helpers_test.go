@@ -251,24 +251,24 @@ func (r *replicas) first(tg target, name string) (uint64, string) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	for m := range b.Messages() {
-		_ = m.Nak()
-		if tg.mirror {
-			md, err := m.Metadata()
-			if err != nil {
-				r.t.Fatal(err)
-			}
-			return md.Sequence.Stream, m.Subject()
-		}
-		f := strings.Fields(m.Headers().Get("Nats-Stream-Source"))
-		if len(f) < 2 || f[0] != "ORDERS" {
-			r.t.Fatalf("copy %s on %s delivered a message not from ORDERS: header %q", name, tg.stream, m.Headers().Get("Nats-Stream-Source"))
-		}
-		seq, _ := strconv.ParseUint(f[1], 10, 64)
-		return seq, m.Subject()
+	m, ok := <-b.Messages()
+	if !ok {
+		r.t.Fatalf("copy %s on %s delivered nothing within 10s (%v)", name, tg.stream, b.Error())
 	}
-	r.t.Fatalf("copy %s on %s delivered nothing within 10s (%v)", name, tg.stream, b.Error())
-	return 0, ""
+	_ = m.Nak()
+	if tg.mirror {
+		md, err := m.Metadata()
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		return md.Sequence.Stream, m.Subject()
+	}
+	f := strings.Fields(m.Headers().Get("Nats-Stream-Source"))
+	if len(f) < 2 || f[0] != "ORDERS" {
+		r.t.Fatalf("copy %s on %s delivered a message not from ORDERS: header %q", name, tg.stream, m.Headers().Get("Nats-Stream-Source"))
+	}
+	seq, _ := strconv.ParseUint(f[1], 10, 64)
+	return seq, m.Subject()
 }
 
 // filterOf is a consumer's filter on the origin.

@@ -25,14 +25,6 @@ func NewReader(js jetstream.JetStream, stream string) (*Reader, error) {
 	return &Reader{g: g}, nil
 }
 
-// Get returns the message stored at exactly seq, or nil when there is none
-// (deleted, skipped, not yet stored). An unknown stream wraps
-// jsutil.ErrNotFound.
-func (r *Reader) Get(ctx context.Context, seq uint64) (*Message, error) {
-	r.requests++
-	return r.g.get(ctx, getRequest{Seq: seq})
-}
-
 // Next returns the first message with sequence ≥ seq whose subject matches
 // subject ("" or ">" for any), stepping over deleted sequences on the
 // server, or nil when there is none.
