@@ -50,6 +50,14 @@ func TestOpenKVServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := s.Addr().(*net.TCPAddr).Port
+	// Whichever server runs when the test ends stops before its store is
+	// removed (a failure between the start and the shutdown included).
+	t.Cleanup(func() {
+		if s != nil {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	})
 	nc, js := connectJS(t, s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 	s.Shutdown()
 	s.WaitForShutdown()
@@ -68,10 +76,6 @@ func TestOpenKVServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	}()
 	select {
 	case err := <-done:
 		if err != nil {
