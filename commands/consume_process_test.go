@@ -85,6 +85,7 @@ func (e *consumeEnv) start(unit string, args ...string) (*exec.Cmd, *bytes.Buffe
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
+	testserver.KillAtEnd(e.t, cmd)
 	return cmd, &out
 }
 
@@ -322,6 +323,7 @@ func TestConsumeSIGTERMExitRule(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		testserver.KillAtEnd(t, cmd)
 		testserver.WaitFor(t, 30*time.Second, "handlers ran", func() bool { return e.count("start ") >= before+3 })
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
