@@ -40,10 +40,12 @@ func scriptPath(t *testing.T, shell string) string {
 }
 
 // runShell runs a shell with args and a clean, isolated environment plus
-// env, bounded in time, and returns its standard output.
+// env, bounded in time, and returns its standard output. The bound is
+// generous: one shell runs several -race jsctl processes, which took over
+// 30s on a loaded 2-core machine.
 func runShell(t *testing.T, shell string, env []string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	home := t.TempDir()
 	cmd := exec.CommandContext(ctx, requireShell(t, shell), args...)

@@ -85,6 +85,7 @@ func (e *consumeEnv) start(unit string, args ...string) (*exec.Cmd, *bytes.Buffe
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
+	testserver.KillAtEnd(e.t, cmd)
 	return cmd, &out
 }
 
@@ -182,7 +183,7 @@ func TestConsumeTwoProcessesExactlyOnce(t *testing.T) {
 	e := newConsumeEnv(t, 120, 100*time.Millisecond)
 	a, outA := e.start("0.", "--workers", "4", "--lease", "2s")
 	b, outB := e.start("0.", "--workers", "4", "--lease", "2s")
-	testserver.WaitFor(t, 60*time.Second, "every message done", func() bool { return len(e.done()) == e.n })
+	testserver.WaitFor(t, 3*time.Minute, "every message done", func() bool { return len(e.done()) == e.n })
 	for _, p := range []*exec.Cmd{a, b} {
 		if err := p.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -226,7 +227,7 @@ func TestConsumeSurvivesSIGKILL(t *testing.T) {
 	for k := 0; k < kills; k++ {
 		cmd, _ := e.start("0.0", "--workers", "4", "--lease", "2s")
 		target := (k + 1) * e.n / (kills + 1)
-		testserver.WaitFor(t, 60*time.Second, fmt.Sprintf("%d messages ended before kill %d", target, k+1), func() bool { return e.count("end ") >= target })
+		testserver.WaitFor(t, 3*time.Minute, fmt.Sprintf("%d messages ended before kill %d", target, k+1), func() bool { return e.count("end ") >= target })
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -322,6 +323,7 @@ func TestConsumeSIGTERMExitRule(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		testserver.KillAtEnd(t, cmd)
 		testserver.WaitFor(t, 30*time.Second, "handlers ran", func() bool { return e.count("start ") >= before+3 })
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)

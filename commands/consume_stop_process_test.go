@@ -80,6 +80,7 @@ func (s *handlerServer) jsctl(side string, args ...string) (*exec.Cmd, *testserv
 	cmd.Env = append(os.Environ(), "NATS_URL="+s.url, "SIDE="+side, "NATS_CONTEXT=", "JSCTL_EMBEDDED=")
 	var out, errb testserver.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	testserver.KillAtEnd(s.t, cmd)
 	return cmd, &out, &errb
 }
 

@@ -219,9 +219,16 @@ func TestChangeContract(t *testing.T) {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 			cur = t
 			defer func() { cur = nil }()
+			// The state is put back before the first try and after each
+			// try that changed it (a try that changed nothing left it as
+			// prepared, which the check before each try confirms).
+			prepared := false
 			try := func(what, stdin string, terminal bool, args []string, wantCode int, wantAsked, wantChanged bool) {
 				t.Helper()
-				c.prepare(t)
+				if !prepared {
+					c.prepare(t)
+				}
+				prepared = !wantChanged
 				if c.changed(t) {
 					t.Fatalf("%s: the state is already changed before the try", what)
 				}

@@ -83,6 +83,7 @@ func TestDeadLettersSurviveSIGKILL(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		testserver.KillAtEnd(t, cmd)
 		return cmd, &out
 	}
 	// Kill at random moments while messages are being handled, failed and

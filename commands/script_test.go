@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"github.com/jsctl/jsctl/commands"
+	"github.com/jsctl/jsctl/internal/natsproc"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of testdata/script/*.txtar")
 
 func TestMain(m *testing.M) {
-	if strings.HasSuffix(filepath.Base(os.Args[0]), ".test") { // not when run as jsctl or nats-server
+	if strings.HasSuffix(filepath.Base(os.Args[0]), ".test") { // not when run as jsctl
 		reportMissingShells()
 		// Built with -race, a process sleeps a second before it exits
 		// with 0 (GORACE atexit_sleep_ms): over the hundreds of jsctl
@@ -25,17 +26,28 @@ func TestMain(m *testing.M) {
 		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	}
 	testscript.Main(m, map[string]func(){
-		"jsctl":       func() { os.Exit(commands.Main(os.Args[1:])) },
-		"nats-server": natsServerMain,
+		"jsctl": func() { os.Exit(commands.Main(os.Args[1:])) },
 	})
 }
 
 // TestScript runs the CLI golden tests, each with its own JetStream server.
 // Run with -update to rewrite golden sections after an intended change.
+// Scripts may run a real nats-server process (`exec nats-server ... &`):
+// the one internal/natsproc builds from the pinned module is on their PATH
+// (not under -short, whose scripts skip it with [short]).
 func TestScript(t *testing.T) {
+	natsServerDir := ""
+	if !testing.Short() {
+		natsServerDir = filepath.Dir(natsproc.Binary(t))
+	}
 	testscript.Run(t, testscript.Params{
-		Dir:                 filepath.Join("..", "testdata", "script"),
-		Setup:               setupScript,
+		Dir: filepath.Join("..", "testdata", "script"),
+		Setup: func(env *testscript.Env) error {
+			if natsServerDir != "" {
+				env.Setenv("PATH", natsServerDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+			}
+			return setupScript(env)
+		},
 		Cmds:                scriptCommands(),
 		Condition:           scriptCondition,
 		UpdateScripts:       *update,

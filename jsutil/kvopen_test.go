@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,28 +50,32 @@ func TestOpenKVServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := s.Addr().(*net.TCPAddr).Port
+	// Whichever server runs when the test ends stops before its store is
+	// removed (a failure between the start and the shutdown included).
+	t.Cleanup(func() {
+		if s != nil {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	})
 	nc, js := connectJS(t, s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 	s.Shutdown()
 	s.WaitForShutdown()
 	ctx := testserver.Context(t, time.Minute)
+	var unanswered atomic.Int32 // attempts that went unanswered, each about to be sent again
+	rctx := jsutil.WithRetry(ctx, 0, func(jsutil.Unanswered) { unanswered.Add(1) })
 	done := make(chan error, 1)
 	go func() {
-		_, err := jsutil.OpenKV(ctx, js, jetstream.KeyValueConfig{Bucket: "B"}, true, 500*time.Millisecond, 30*time.Second)
+		_, err := jsutil.OpenKV(rctx, js, jetstream.KeyValueConfig{Bucket: "B"}, true, 500*time.Millisecond, 30*time.Second)
 		done <- err
 	}()
-	// The server stays down for three request timeouts: the first
-	// attempts go unanswered. (The wait is the outage, not a
-	// synchronisation.)
+	// The server stays down until three attempts went unanswered.
 	testserver.WaitFor(t, 10*time.Second, "the client to notice the server is gone", func() bool { return !nc.IsConnected() })
-	time.Sleep(1500 * time.Millisecond)
+	testserver.WaitFor(t, 20*time.Second, "three unanswered attempts", func() bool { return unanswered.Load() >= 3 })
 	s, err = testserver.New(dir, func(o *server.Options) { o.Port = port })
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	}()
 	select {
 	case err := <-done:
 		if err != nil {

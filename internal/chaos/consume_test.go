@@ -250,6 +250,7 @@ func TestConsumeClusterLeaderKills(t *testing.T) {
 
 	starts, ends := handlerRuns(t, log)
 	twice, never, repeated := 0, 0, 0
+	var examples []string // of messages that ran twice or never, for the failure message
 	for seq := 1; seq <= n; seq++ {
 		s := starts[seq]
 		switch {
@@ -257,9 +258,18 @@ func TestConsumeClusterLeaderKills(t *testing.T) {
 			never++
 		case len(s) == 2 && s[0] == 1 && s[1] != 1:
 			repeated++ // the killed process ran it first: in flight at the kill
+			continue
 		case len(s) > 1:
 			twice++
+		default:
+			continue
 		}
+		if len(examples) < 10 {
+			examples = append(examples, fmt.Sprintf("message %d: started by runs %v, ended by runs %v", seq, s, ends[seq]))
+		}
+	}
+	if len(examples) > 0 {
+		t.Logf("runs of the messages that ran twice or never (first 10; run 1 was killed, run %d replaced it):\n%s", procs+1, strings.Join(examples, "\n"))
 	}
 	for _, e := range elections {
 		t.Log(e)

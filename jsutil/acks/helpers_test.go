@@ -15,11 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func testCtx(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t testing.TB, d time.Duration) context.Context { return testserver.Context(t, d) }
 
 func newJS(t testing.TB, s *server.Server) jetstream.JetStream {
 	t.Helper()
@@ -33,12 +29,9 @@ func newJS(t testing.TB, s *server.Server) jetstream.JetStream {
 
 func addStream(t testing.TB, js jetstream.JetStream, name string, replicas int) {
 	t.Helper()
-	_, err := testserver.CreateStream(testCtx(t, 30*time.Second), js, jetstream.StreamConfig{
+	testserver.AddStream(t, js, jetstream.StreamConfig{
 		Name: name, Subjects: []string{"orders.>", "audit.>"}, Replicas: replicas, Storage: jetstream.FileStorage,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func addConsumer(t testing.TB, js jetstream.JetStream, stream, name string, ackWait time.Duration, mod ...func(*jetstream.ConsumerConfig)) jetstream.Consumer {
@@ -47,11 +40,7 @@ func addConsumer(t testing.TB, js jetstream.JetStream, stream, name string, ackW
 	for _, f := range mod {
 		f(&cfg)
 	}
-	c, err := js.CreateOrUpdateConsumer(testCtx(t, 30*time.Second), stream, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testserver.AddConsumer(t, js, stream, cfg)
 }
 
 // publish sends n messages "orders.<i>" with payload "p<i>", starting at i=from.

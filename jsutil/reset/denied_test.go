@@ -304,15 +304,19 @@ func TestServerDownMidRecreate(t *testing.T) {
 	}
 	port := s.Addr().(*net.TCPAddr).Port
 	var mu sync.Mutex // s is replaced by a restart on a timer
+	ended := false    // the test is over: a restart on a timer that fires now must not start a server in a removed store
 	restart := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended {
+			return
+		}
 		ns, err := testserver.New(dir, func(o *server.Options) { o.Port = port })
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		mu.Lock()
 		s = ns
-		mu.Unlock()
 	}
 	current := func() *server.Server {
 		mu.Lock()
@@ -320,7 +324,11 @@ func TestServerDownMidRecreate(t *testing.T) {
 		return s
 	}
 	t.Cleanup(func() {
-		if s := current(); s != nil {
+		mu.Lock()
+		ended = true
+		s := s
+		mu.Unlock()
+		if s != nil {
 			s.Shutdown()
 			s.WaitForShutdown()
 		}

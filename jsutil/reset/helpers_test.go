@@ -22,12 +22,9 @@ func single(t testing.TB) jetstream.JetStream { return testserver.JetStream(t) }
 
 func addStream(t testing.TB, js jetstream.JetStream, name string, ret jetstream.RetentionPolicy, replicas int) {
 	t.Helper()
-	_, err := testserver.CreateStream(testCtx(t), js, jetstream.StreamConfig{
+	testserver.AddStream(t, js, jetstream.StreamConfig{
 		Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, Retention: ret, Replicas: replicas,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // publish sends n messages to subject, spaced by gap (spacing, not
@@ -53,14 +50,10 @@ func addConsumer(t testing.TB, js jetstream.JetStream, stream string, cfg jetstr
 	if cfg.AckPolicy == jetstream.AckNonePolicy && cfg.DeliverSubject == "" {
 		cfg.AckPolicy = jetstream.AckExplicitPolicy
 	}
-	var err error
 	if cfg.DeliverSubject != "" {
-		_, err = js.CreatePushConsumer(testCtx(t), stream, cfg)
+		testserver.AddPushConsumer(t, js, stream, cfg)
 	} else {
-		_, err = js.CreateConsumer(testCtx(t), stream, cfg)
-	}
-	if err != nil {
-		t.Fatalf("add consumer %s: %v", cfg.Durable, err)
+		testserver.AddConsumer(t, js, stream, cfg)
 	}
 }
 

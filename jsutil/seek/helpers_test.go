@@ -21,11 +21,7 @@ func startJS(t testing.TB) jetstream.JetStream { return testserver.JetStream(t) 
 
 func mustStream(t testing.TB, js jetstream.JetStream, cfg jetstream.StreamConfig) jetstream.Stream {
 	t.Helper()
-	s, err := testserver.CreateStream(testCtx(t), js, cfg)
-	if err != nil {
-		t.Fatalf("create stream %s: %v", cfg.Name, err)
-	}
-	return s
+	return testserver.AddStream(t, js, cfg)
 }
 
 func mustPub(t testing.TB, js jetstream.JetStream, subject, data string) uint64 {
