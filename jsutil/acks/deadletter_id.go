@@ -2,7 +2,6 @@ package acks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -66,27 +65,9 @@ func (s *Store) publishDeadLetter(ctx context.Context, m *nats.Msg) (*jetstream.
 // streamMsgHeader reads the headers of message seq of stream (from its
 // leader, as leaderGet does).
 func (s *Store) streamMsgHeader(ctx context.Context, stream string, seq uint64) (nats.Header, error) {
-	req, err := json.Marshal(map[string]uint64{"seq": seq})
-	if err != nil {
-		return nil, err
-	}
-	data, err := jsutil.Request(ctx, s.js, "STREAM.MSG.GET."+stream, req, jsutil.RequestOptions{})
+	m, err := jsutil.LeaderMsgGet(ctx, s.js, stream, map[string]any{"seq": seq})
 	if err != nil {
 		return nil, jsutil.Wrap(err, "get message %d of stream %q", seq, stream)
 	}
-	var resp msgGetReply
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, fmt.Errorf("get message %d of stream %q: unreadable answer: %w", seq, stream, err)
-	}
-	switch {
-	case resp.Message == nil:
-		return nil, fmt.Errorf("get message %d of stream %q: empty answer", seq, stream)
-	case len(resp.Message.Header) == 0:
-		return nats.Header{}, nil
-	}
-	h, err := nats.DecodeHeadersMsg(resp.Message.Header)
-	if err != nil {
-		return nil, fmt.Errorf("get message %d of stream %q: unreadable headers: %w", seq, stream, err)
-	}
-	return h, nil
+	return m.Header, nil
 }

@@ -363,26 +363,44 @@ func (s *intents) complete(ctx context.Context, in *Intent) error {
 }
 
 // get reads one intent; nil when there is none.
+//
+// It asks the bucket stream's leader (jsutil.KVLeaderGet), not any
+// replica: a replica that lags could still show a record this run deleted
+// (complete would then report it left behind) or miss one just written.
 func (s *intents) get(ctx context.Context, kv jetstream.KeyValue, key string) (*Intent, error) {
 	gctx, cancel := s.ctx(ctx)
 	defer cancel()
-	e, err := kv.Get(gctx, key)
+	e, err := jsutil.KVLeaderGet(gctx, s.js, kv.Bucket(), key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return decodeIntent(e)
+	var in Intent
+	if err := json.Unmarshal(e.Value, &in); err != nil {
+		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read intent record %q (revision %d): %w", key, e.Revision, err)
+	}
+	in.revision = e.Revision
+	return &in, nil
 }
 
-func decodeIntent(e jetstream.KeyValueEntry) (*Intent, error) {
-	var in Intent
-	if err := json.Unmarshal(e.Value(), &in); err != nil {
-		return nil, jsutil.Errorf(jsutil.ErrBadInput, "read intent record %q (revision %d): %w", e.Key(), e.Revision(), err)
+
+// confirm reads each intent a watch found again from the bucket stream's
+// leader: the watch's consumer may run on a replica that lags, and still
+// show a record a change just completed (deleted). Those are dropped.
+func (s *intents) confirm(ctx context.Context, kv jetstream.KeyValue, found []*Intent) ([]*Intent, error) {
+	out := found[:0]
+	for _, in := range found {
+		cur, err := s.get(ctx, kv, HistoryKey(in.Stream, in.Consumer))
+		if err != nil {
+			return nil, err
+		}
+		if cur != nil {
+			out = append(out, cur)
+		}
 	}
-	in.revision = e.Revision()
-	return &in, nil
+	return out, nil
 }
 
 // list reads the intents of stream's consumers (all of them when names is
@@ -426,6 +444,10 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 			}
 		case e := <-w.Updates():
 			if e == nil {
+				out, err := s.confirm(ctx, kv, out)
+				if err != nil {
+					return nil, nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
+				}
 				slices.SortFunc(out, func(a, b *Intent) int { return strings.Compare(a.Consumer, b.Consumer) })
 				return out, bad, nil
 			}
