@@ -385,7 +385,6 @@ func (s *intents) get(ctx context.Context, kv jetstream.KeyValue, key string) (*
 	return &in, nil
 }
 
-
 // confirm reads each intent a watch found again from the bucket stream's
 // leader: the watch's consumer may run on a replica that lags, and still
 // show a record a change just completed (deleted). Those are dropped.
