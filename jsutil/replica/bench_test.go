@@ -42,7 +42,7 @@ func benchSize(b *testing.B, n int) {
 	mustStream(b, js, jetstream.StreamConfig{Name: "MIRROR", Mirror: &jetstream.StreamSource{Name: "A"}})
 	mustStream(b, js, jetstream.StreamConfig{Name: "ONE", Sources: []*jetstream.StreamSource{{Name: "A"}}})
 	mustStream(b, js, jetstream.StreamConfig{Name: "TWO", Sources: []*jetstream.StreamSource{{Name: "A"}, {Name: "B"}}})
-	mustStream(b, js, jetstream.StreamConfig{Name: "SHARED", Sources: []*jetstream.StreamSource{{Name: "A"},
+	mustStream(b, js, jetstream.StreamConfig{Name: "SHARED", AllowDirect: true, Sources: []*jetstream.StreamSource{{Name: "A"},
 		{Name: "B", SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: "b.>", Destination: "a.>"}}}}})
 	start := time.Now()
 	fill(b, js, n)
