@@ -79,7 +79,10 @@ func (t *translator) next(ctx context.Context, c *cursor, from, limit uint64, st
 	} else {
 		c.end = false
 	}
-	if step && !c.end && !t.batch.off && from <= limit {
+	if from > limit {
+		return nil, nil // none up to limit is all the probe asks
+	}
+	if step && !c.end && !t.batch.off {
 		n := uint64(c.size)
 		if span := limit - from + 1; span < n {
 			n = span

@@ -139,7 +139,7 @@ func TestTranslateOneServer(t *testing.T) {
 	if _, err := ReplicaLag(testCtx(t), origin, Side{JS: js, Stream: "CHAIN"}); !errors.Is(err, jsutil.ErrBadInput) {
 		t.Errorf("CHAIN: lag error %v, want bad input (it does not copy ORIGIN)", err)
 	}
-	checkRuns(t, js)
+	checkRuns(t, js, true)
 }
 
 // checkStuck: a source that stopped at its 40th message translates what it
