@@ -20,8 +20,8 @@ var benchSizes = flag.String("replica.sizes", "1000,10000,100000", "origin sizes
 // size of the streams, on a nats-server process: a mirror, a stream
 // sourcing one origin, one sourcing two origins interleaved (each origin's
 // subjects distinct in the target) and one sourcing two origins whose
-// messages share subjects in the target (a search steps over the other
-// origin's messages one request each).
+// messages share subjects in the target, with allow_direct (a search steps
+// over the other origin's messages in batched direct gets).
 //
 //	go test ./jsutil/replica -run '^$' -bench BenchmarkTranslate -benchtime 200x
 func BenchmarkTranslate(b *testing.B) {
