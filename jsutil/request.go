@@ -98,9 +98,28 @@ func APIError(data []byte) error {
 
 // send is Request with decode reading the reply's error (nil: none).
 func send(ctx context.Context, js jetstream.JetStream, api string, body []byte, o RequestOptions, decode func([]byte) error) (*nats.Msg, error) {
+	var msg *nats.Msg
+	err := retry(ctx, js, api, o, func(ctx context.Context, nc *nats.Conn, subject string, timeout time.Duration) error {
+		var err error
+		msg, err = requestOnce(ctx, nc, subject, body, timeout)
+		if err == nil && decode != nil {
+			err = decode(msg.Data)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// retry makes the attempts of one request to api (the prefix of js's
+// domain added) under the retry rule above: attempt sends it once, waiting
+// at most timeout for its answer.
+func retry(ctx context.Context, js jetstream.JetStream, api string, o RequestOptions, attempt func(ctx context.Context, nc *nats.Conn, subject string, timeout time.Duration) error) error {
 	nc := js.Conn()
 	if nc == nil {
-		return nil, Errorf(ErrBadInput, "no connection for a jetstream request")
+		return Errorf(ErrBadInput, "no connection for a jetstream request")
 	}
 	subject := APIPrefix(js.Options()) + api
 	timeout := o.Timeout
@@ -108,14 +127,11 @@ func send(ctx context.Context, js jetstream.JetStream, api string, body []byte, 
 		timeout = js.Options().DefaultTimeout
 	}
 	var until time.Time // set at the first attempt left unanswered
-	for attempt := 0; ; attempt++ {
+	for n := 0; ; n++ {
 		prior := nc.LastError()
-		msg, err := requestOnce(ctx, nc, subject, body, timeout)
-		if err == nil && decode != nil {
-			err = decode(msg.Data)
-		}
+		err := attempt(ctx, nc, subject, timeout)
 		if err == nil {
-			return msg, nil
+			return nil
 		}
 		err = RequestError(nc, subject, err)
 		if !errors.Is(err, ErrPermission) && unansweredReply(err) {
@@ -123,17 +139,17 @@ func send(ctx context.Context, js jetstream.JetStream, api string, body []byte, 
 			// reports only its last one): asking again would only wait out
 			// the timeout once more.
 			if denied, v := DeniedSince(nc, prior); v != nil && denied != "" {
-				return nil, DeniedError(denied)
+				return DeniedError(denied)
 			}
 		}
 		if !mayRepeat(err, o.Once) || ctx.Err() != nil {
-			return nil, err
+			return err
 		}
 		if until.IsZero() {
 			until = time.Now().Add(RetryFor(ctx))
 		}
-		if !time.Now().Before(until) || !AskAgain(ctx, until, err) || !Sleep(ctx, Backoff(attempt)) {
-			return nil, err
+		if !time.Now().Before(until) || !AskAgain(ctx, until, err) || !Sleep(ctx, Backoff(n)) {
+			return err
 		}
 	}
 }

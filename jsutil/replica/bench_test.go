@@ -20,8 +20,8 @@ var benchSizes = flag.String("replica.sizes", "1000,10000,100000", "origin sizes
 // size of the streams, on a nats-server process: a mirror, a stream
 // sourcing one origin, one sourcing two origins interleaved (each origin's
 // subjects distinct in the target) and one sourcing two origins whose
-// messages share subjects in the target (a search steps over the other
-// origin's messages one request each).
+// messages share subjects in the target, with allow_direct (a search steps
+// over the other origin's messages in batched direct gets).
 //
 //	go test ./jsutil/replica -run '^$' -bench BenchmarkTranslate -benchtime 200x
 func BenchmarkTranslate(b *testing.B) {
@@ -42,7 +42,7 @@ func benchSize(b *testing.B, n int) {
 	mustStream(b, js, jetstream.StreamConfig{Name: "MIRROR", Mirror: &jetstream.StreamSource{Name: "A"}})
 	mustStream(b, js, jetstream.StreamConfig{Name: "ONE", Sources: []*jetstream.StreamSource{{Name: "A"}}})
 	mustStream(b, js, jetstream.StreamConfig{Name: "TWO", Sources: []*jetstream.StreamSource{{Name: "A"}, {Name: "B"}}})
-	mustStream(b, js, jetstream.StreamConfig{Name: "SHARED", Sources: []*jetstream.StreamSource{{Name: "A"},
+	mustStream(b, js, jetstream.StreamConfig{Name: "SHARED", AllowDirect: true, Sources: []*jetstream.StreamSource{{Name: "A"},
 		{Name: "B", SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: "b.>", Destination: "a.>"}}}}})
 	start := time.Now()
 	fill(b, js, n)

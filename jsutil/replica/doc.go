@@ -30,7 +30,8 @@
 // sequence grows with the target sequence, and Translate binary-searches
 // the target's sequences, reading one message per step (a message-get of
 // the first message at or after a sequence, on the subjects the source
-// writes), skipping messages of other sources. O(log n) requests.
+// writes), skipping messages of other sources (in batched direct gets when
+// the server and the target offer them: batch.go). O(log n) requests.
 //
 // Which source: the target's configuration names its sources; those whose
 // stream name is the origin's, and whose domain (from the external API

@@ -158,6 +158,7 @@ type translator struct {
 	oinfo, tinfo   *jetstream.StreamInfo
 	or, tr         *seek.Reader // message readers of origin and target
 	extra          int          // requests other than message gets
+	batch          batcher      // batched reads of the target (batch.go)
 	odomain        sideDomain   // origin's JetStream domain
 	tdomain        sideDomain   // target's
 }

@@ -23,9 +23,10 @@ func (t *translator) search(ctx context.Context, r sourceRef, want uint64) (best
 	if lo == 0 {
 		lo = 1
 	}
+	cs := newCursors(r.written)
 	for lo <= hi {
 		mid := lo + (hi-lo)/2
-		h, ok, err := t.probe(ctx, r, mid, hi)
+		h, ok, err := t.probe(ctx, r, cs, mid, hi)
 		if err != nil {
 			return hit{}, false, 0, err
 		}
@@ -46,16 +47,17 @@ func (t *translator) search(ctx context.Context, r sourceRef, want uint64) (best
 
 // probe returns the first message of source r with sequence in [from, hi].
 // It reads the first message at or after from on each subject filter the
-// source writes (one request each) and steps over other sources' messages
-// on the same subjects one by one.
-func (t *translator) probe(ctx context.Context, r sourceRef, from, hi uint64) (hit, bool, error) {
-	next := make([]*seek.Message, len(r.written)) // per filter: first at or after from (nil: none)
-	asked := make([]bool, len(r.written))
+// source writes (cs: one cursor each, one request each unless the cursor
+// already holds it) and steps over other sources' messages on the same
+// subjects, in batches where the server offers them (batch.go).
+func (t *translator) probe(ctx context.Context, r sourceRef, cs []*cursor, from, hi uint64) (hit, bool, error) {
+	next := make([]*seek.Message, len(cs)) // per filter: first at or after from (nil: none)
+	asked := make([]bool, len(cs))
 	for from <= hi {
 		var m *seek.Message
-		for i, f := range r.written {
+		for i, c := range cs {
 			if !asked[i] || (next[i] != nil && next[i].Sequence < from) {
-				n, err := t.tr.Next(ctx, from, f)
+				n, err := t.next(ctx, c, from, hi, asked[i])
 				if err != nil {
 					return hit{}, false, err
 				}
