@@ -287,7 +287,7 @@ func (s *Store) scan(ctx context.Context, filter string, fn func(jetstream.KeyVa
 	if err != nil {
 		return jsutil.Wrap(err, "read ack bucket %q", s.bucket)
 	}
-	defer w.Stop()
+	defer jsutil.StopWatch(w)
 	for {
 		select {
 		case <-ctx.Done():

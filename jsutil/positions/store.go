@@ -169,13 +169,9 @@ func Names(ctx context.Context, js jetstream.JetStream, opts Options) ([]string,
 	}
 	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	keys, err := kv.ListKeys(rctx)
+	out, err := jsutil.KVKeys(rctx, kv)
 	if err != nil {
 		return nil, jsutil.Wrap(err, "list snapshots in bucket %q", opts.SnapshotBucket)
-	}
-	out := []string{}
-	for k := range keys.Keys() {
-		out = append(out, k)
 	}
 	slices.Sort(out)
 	return out, nil

@@ -427,7 +427,7 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 		}
 		return nil, nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 	}
-	defer func() { _ = w.Stop() }()
+	defer jsutil.StopWatch(w)
 	out := []*Intent{}
 	timer := time.NewTimer(requestTimeout)
 	defer timer.Stop()
