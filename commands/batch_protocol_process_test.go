@@ -36,10 +36,7 @@ func TestBatchResultProtocolRealServer(t *testing.T) {
 		}
 		t.Skip("jq is not installed (.ci/run installs it)")
 	}
-	bin, err := exec.LookPath("jsctl") // the test binary, put in PATH by testscript.Main
-	if err != nil {
-		t.Fatalf("jsctl is not in PATH: %v", err)
-	}
+	bin := raceJsctl(t) // consume's concurrent code, watched by the race detector
 	srv := natsproc.Start(t, natsproc.Options{})
 	nc, err := nats.Connect(srv.URL())
 	if err != nil {

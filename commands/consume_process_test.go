@@ -37,10 +37,7 @@ type consumeEnv struct {
 
 func newConsumeEnv(t *testing.T, n int, ackWait time.Duration) *consumeEnv {
 	t.Helper()
-	bin, err := exec.LookPath("jsctl") // the test binary, put in PATH by testscript.Main
-	if err != nil {
-		t.Fatalf("jsctl is not in PATH: %v", err)
-	}
+	bin := raceJsctl(t) // consume's concurrent code, watched by the race detector
 	s := testserver.Start(t)
 	nc := testserver.Connect(t, s)
 	js, err := jetstream.New(nc)

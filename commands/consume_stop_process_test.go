@@ -31,10 +31,7 @@ type handlerServer struct {
 // handlerServers starts both kinds of server.
 func handlerServers(t *testing.T) map[string]*handlerServer {
 	t.Helper()
-	bin, err := exec.LookPath("jsctl") // the test binary, put in PATH by testscript.Main
-	if err != nil {
-		t.Fatalf("jsctl is not in PATH: %v", err)
-	}
+	bin := raceJsctl(t) // consume's concurrent code, watched by the race detector
 	out := map[string]*handlerServer{}
 	emb := testserver.Start(t)
 	out["embedded"] = &handlerServer{t: t, url: emb.ClientURL(), bin: bin}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jsctl/jsctl/commands"
+	"github.com/jsctl/jsctl/internal/jsctlbin"
 	"github.com/jsctl/jsctl/internal/natsproc"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -25,9 +26,54 @@ func TestMain(m *testing.M) {
 		// are still reported, as they happen.
 		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(plainJsctl{m}, map[string]func(){
 		"jsctl": func() { os.Exit(commands.Main(os.Args[1:])) },
 	})
+}
+
+// raceJsctlEnv names the -race test binary, run as jsctl, for the process
+// tests that check concurrent code in a separate process (raceJsctl).
+const raceJsctlEnv = "JSCTL_TEST_RACE_JSCTL"
+
+// plainJsctl runs the tests with jsctl on PATH built as users build it
+// (internal/jsctlbin explains why); testscript.Main has put the test binary
+// on PATH as jsctl just before.
+type plainJsctl struct{ m *testing.M }
+
+func (p plainJsctl) Run() int {
+	race, err := exec.LookPath("jsctl")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "jsctl tests: the test binary is not on PATH as jsctl: %v\n", err)
+		return 1
+	}
+	os.Setenv(raceJsctlEnv, race)
+	dir, err := os.MkdirTemp("", "jsctl-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jsctl tests:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin, err := jsctlbin.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jsctl tests:", err)
+		return 1
+	}
+	if bin != "" {
+		os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	return p.m.Run()
+}
+
+// raceJsctl is the -race test binary, run as jsctl: for tests of the
+// concurrent code of a jsctl process (consume's workers, handler processes
+// and signals), which the race detector should watch.
+func raceJsctl(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv(raceJsctlEnv)
+	if bin == "" {
+		t.Fatalf("%s is not set (TestMain sets it)", raceJsctlEnv)
+	}
+	return bin
 }
 
 // TestScript runs the CLI golden tests, each with its own JetStream server.

@@ -1,7 +1,9 @@
 // Package chaos holds fault-injection tests that run jsctl and nats-server
-// as real processes and kill them (kill -9) at random moments. The test
-// binary itself is jsctl (TestMain runs commands.Main when JSCTL_CHAOS_JSCTL
-// is set); nats-server is built from the pinned module (internal/natsproc).
+// as real processes and kill them (kill -9) at random moments. jsctl is
+// cmd/jsctl built as users build it (internal/jsctlbin), or, with
+// JSCTL_TEST_RACE_CLI=1, the -race test binary itself (TestMain runs
+// commands.Main when JSCTL_CHAOS_JSCTL is set); nats-server is built from
+// the pinned module (internal/natsproc).
 // go test -short skips the suite.
 package chaos
 
@@ -10,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/commands"
+	"github.com/jsctl/jsctl/internal/jsctlbin"
 	"github.com/jsctl/jsctl/internal/natsproc"
 	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/nats-io/nats.go"
@@ -28,11 +32,34 @@ import (
 // jsctlEnv, set to 1, makes the test binary run as jsctl.
 const jsctlEnv = "JSCTL_CHAOS_JSCTL"
 
+// jsctlBinEnv names the jsctl binary the tests run (TestMain sets it, but
+// not under JSCTL_TEST_RACE_CLI=1).
+const jsctlBinEnv = "JSCTL_CHAOS_BIN"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(jsctlEnv) == "1" {
 		os.Exit(commands.Main(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	flag.Parse()
+	if !testing.Short() {
+		dir, err := os.MkdirTemp("", "jsctl-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		bin, err := jsctlbin.Build(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 1
+		}
+		os.Setenv(jsctlBinEnv, bin)
+	}
+	return m.Run()
 }
 
 // env is a nats-server process with stream ORDERS and a client of it.

@@ -348,10 +348,15 @@ func leaderName(nc *nats.Conn, stream, consumer string) string {
 	return info.Cluster.Leader
 }
 
-// jsctlCommand prepares `jsctl ARGS` (the test binary) against url with a
-// clean environment (no saved contexts, no embedded server).
+// jsctlCommand prepares `jsctl ARGS` (the binary TestMain built, or the
+// test binary) against url with a clean environment (no saved contexts, no
+// embedded server).
 func jsctlCommand(url, home string, args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
+	bin := os.Getenv(jsctlBinEnv)
+	if bin == "" {
+		bin = os.Args[0]
+	}
+	cmd := exec.Command(bin, args...)
 	var environ []string
 	// Built with -race, a process sleeps a second before it exits
 	// (GORACE atexit_sleep_ms): not here, where kills land at random.
