@@ -40,7 +40,7 @@ func TestRandomized(t *testing.T) {
 			}
 			n := 160
 			if raceEnabled {
-				n = 60
+				n = 30
 			}
 			targets := randomTargets(rng, msgs, n)
 			filters := []string{"", "r.a", "r.c.>", "r.*", "none.x"}
