@@ -115,7 +115,8 @@ func TestConsumeDenied(t *testing.T) {
 }
 
 // TestAcksListDenied: listing ack records when the server refuses the
-// listing's consumer is exit 7 naming the bucket, not a hang.
+// listing's consumer is exit 7 naming the bucket after --timeout, not a
+// hang.
 func TestAcksListDenied(t *testing.T) {
 	url := deniedServer(t, "$JS.API.CONSUMER.CREATE.KV_JSCTL_ACKS.>")
 	js := connectDenied(t, url)
@@ -123,9 +124,14 @@ func TestAcksListDenied(t *testing.T) {
 	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "JSCTL_ACKS", LimitMarkerTTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr, _ := runJSCTL(t, "-s", url, "--user", "u", "--password", "pw", "--timeout", "2s", "acks", "ls")
+	code, stdout, stderr, took := runJSCTL(t, "-s", url, "--user", "u", "--password", "pw", "--timeout", "2s", "acks", "ls")
 	if code != commands.ExitPermission || !strings.Contains(stderr, "KV_JSCTL_ACKS") {
 		t.Fatalf("exit %d, want %d naming the bucket\nstdout: %s\nstderr: %s", code, commands.ExitPermission, stdout, stderr)
+	}
+	// nats.go waits five seconds for the creation of a watch's consumer,
+	// whatever the JetStream handle's timeout; jsctl waits --timeout.
+	if took >= 5*time.Second {
+		t.Errorf("acks ls took %s with --timeout 2s: it waited out nats.go's own five seconds", took)
 	}
 }
 

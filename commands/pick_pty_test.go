@@ -162,6 +162,7 @@ type vtProc struct {
 	raw  bytes.Buffer
 	vt   vt10x.Terminal
 	done chan error
+	eof  chan struct{} // closed when everything written to the terminal is read
 }
 
 func startVT(t *testing.T, cmd *exec.Cmd, cols, rows int) *vtProc {
@@ -170,11 +171,12 @@ func startVT(t *testing.T, cmd *exec.Cmd, cols, rows int) *vtProc {
 	if err != nil {
 		t.Fatalf("start on a pty: %v", err)
 	}
-	p := &vtProc{t: t, tty: tty, done: make(chan error, 1)}
+	p := &vtProc{t: t, tty: tty, done: make(chan error, 1), eof: make(chan struct{})}
 	// The emulator's answers to queries go back to the program, as a
 	// terminal's do.
 	p.vt = vt10x.New(vt10x.WithSize(cols, rows), vt10x.WithWriter(tty))
 	go func() {
+		defer close(p.eof)
 		buf := make([]byte, 8192)
 		for {
 			n, err := tty.Read(buf)
@@ -224,6 +226,10 @@ func (p *vtProc) waitScreen(what string, ok func(screen string) bool) string {
 		select {
 		case err := <-p.done:
 			p.done <- err
+			select { // what it wrote before it ended may not be read yet
+			case <-p.eof:
+			case <-time.After(10 * time.Second):
+			}
 			s = p.screen()
 			if ok(s) {
 				return s
@@ -264,10 +270,17 @@ func (p *vtProc) send(s string) {
 	}
 }
 
+// wait waits, at most within, for the process and returns its exit code,
+// once the terminal's output is all read (as ptyProc.exit does).
 func (p *vtProc) wait(within time.Duration) int {
 	p.t.Helper()
 	select {
 	case err := <-p.done:
+		select {
+		case <-p.eof:
+		case <-time.After(within):
+			p.t.Fatalf("jsctl exited, but the terminal stays open after %s; screen:\n%s", within, p.screen())
+		}
 		var ee *exec.ExitError
 		switch {
 		case err == nil:

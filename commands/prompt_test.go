@@ -101,6 +101,7 @@ type ptyProc struct {
 	mu   sync.Mutex
 	out  bytes.Buffer
 	done chan error
+	eof  chan struct{} // closed when everything written to the terminal is read
 }
 
 func startPTY(t *testing.T, cmd *exec.Cmd) *ptyProc {
@@ -109,8 +110,9 @@ func startPTY(t *testing.T, cmd *exec.Cmd) *ptyProc {
 	if err != nil {
 		t.Fatalf("start on a pty: %v", err)
 	}
-	p := &ptyProc{t: t, cmd: cmd, tty: tty, done: make(chan error, 1)}
+	p := &ptyProc{t: t, cmd: cmd, tty: tty, done: make(chan error, 1), eof: make(chan struct{})}
 	go func() {
+		defer close(p.eof)
 		buf := make([]byte, 4096)
 		for {
 			n, err := tty.Read(buf)
@@ -157,10 +159,18 @@ func (p *ptyProc) send(s string) {
 }
 
 // exit waits, at most within, for the process and returns its exit code.
+// It also waits until the terminal's output is all read (the read ends when
+// the last process holding the terminal has closed it), so that output()
+// then holds everything the process wrote before it exited.
 func (p *ptyProc) exit(within time.Duration) int {
 	p.t.Helper()
 	select {
 	case err := <-p.done:
+		select {
+		case <-p.eof:
+		case <-time.After(within):
+			p.t.Fatalf("jsctl exited, but the terminal stays open after %s; terminal:\n%s", within, p.output())
+		}
 		var ee *exec.ExitError
 		switch {
 		case err == nil:

@@ -3,9 +3,37 @@ package jsutil
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// WatchKV starts kv.Watch(ctx, filter, opts...) and waits for the creation
+// of its consumer no longer than timeout. nats.go bounds that request by
+// ctx alone, or by five seconds when ctx has no deadline, whatever the
+// JetStream handle's timeout: a user whom the permissions deny the
+// create would wait all of it, unseen. The bound covers the creation
+// only: the watch lives on until stop (which stops it as StopWatch does).
+func WatchKV(ctx context.Context, kv jetstream.KeyValue, timeout time.Duration, filter string, opts ...jetstream.WatchOpt) (w jetstream.KeyWatcher, stop func(), err error) {
+	wctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(timeout, cancel)
+	w, err = kv.Watch(wctx, filter, opts...)
+	if !timer.Stop() && ctx.Err() == nil {
+		// The timer ended the wait (or fired as the answer came: the
+		// watch's context is gone, so it could not recover from a gap).
+		if w != nil {
+			StopWatch(w)
+		}
+		cancel()
+		return nil, nil, fmt.Errorf("watch %q of bucket %q: no answer to the creation of its consumer in %s: %w", filter, kv.Bucket(), timeout, context.DeadlineExceeded)
+	}
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return w, func() { StopWatch(w); cancel() }, nil
+}
 
 // StopWatch stops a KV watch without waiting for the server. nats.go's
 // Stop deletes the watch's ordered consumer with a request it waits up to
@@ -19,12 +47,13 @@ func StopWatch(w jetstream.KeyWatcher) {
 	go func() { _ = w.Stop() }()
 }
 
-// KVHistory is kv.History(ctx, key) that honours ctx while it reads and
-// stops its watch with StopWatch. A key with no entries is an error
-// wrapping jetstream.ErrKeyNotFound, as with kv.History.
-func KVHistory(ctx context.Context, kv jetstream.KeyValue, key string) ([]jetstream.KeyValueEntry, error) {
+// KVHistory is kv.History(ctx, key) that waits for its watch's consumer
+// no longer than timeout (WatchKV), honours ctx while it reads and stops
+// its watch with StopWatch. A key with no entries is an error wrapping
+// jetstream.ErrKeyNotFound, as with kv.History.
+func KVHistory(ctx context.Context, kv jetstream.KeyValue, timeout time.Duration, key string) ([]jetstream.KeyValueEntry, error) {
 	var out []jetstream.KeyValueEntry
-	err := readWatch(ctx, kv, key, func(e jetstream.KeyValueEntry) { out = append(out, e) }, jetstream.IncludeHistory())
+	err := readWatch(ctx, kv, timeout, key, func(e jetstream.KeyValueEntry) { out = append(out, e) }, jetstream.IncludeHistory())
 	if err != nil {
 		return nil, err
 	}
@@ -35,10 +64,10 @@ func KVHistory(ctx context.Context, kv jetstream.KeyValue, key string) ([]jetstr
 }
 
 // KVKeys lists the keys of kv's live entries (kv.ListKeys, without the
-// wait StopWatch explains).
-func KVKeys(ctx context.Context, kv jetstream.KeyValue) ([]string, error) {
+// waits WatchKV and StopWatch explain).
+func KVKeys(ctx context.Context, kv jetstream.KeyValue, timeout time.Duration) ([]string, error) {
 	out := []string{}
-	err := readWatch(ctx, kv, ">", func(e jetstream.KeyValueEntry) {
+	err := readWatch(ctx, kv, timeout, ">", func(e jetstream.KeyValueEntry) {
 		if e.Operation() == jetstream.KeyValuePut {
 			out = append(out, e.Key())
 		}
@@ -48,14 +77,12 @@ func KVKeys(ctx context.Context, kv jetstream.KeyValue) ([]string, error) {
 
 // readWatch passes fn the entries a watch of filter finds before it is up
 // to date.
-func readWatch(ctx context.Context, kv jetstream.KeyValue, filter string, fn func(jetstream.KeyValueEntry), opts ...jetstream.WatchOpt) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := kv.Watch(ctx, filter, opts...)
+func readWatch(ctx context.Context, kv jetstream.KeyValue, timeout time.Duration, filter string, fn func(jetstream.KeyValueEntry), opts ...jetstream.WatchOpt) error {
+	w, stop, err := WatchKV(ctx, kv, timeout, filter, opts...)
 	if err != nil {
 		return err
 	}
-	defer StopWatch(w)
+	defer stop()
 	for {
 		select {
 		case <-ctx.Done():

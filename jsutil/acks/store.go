@@ -283,11 +283,11 @@ func (s *Store) valueRecord(kvKey string, val []byte, rev uint64, created time.T
 func (s *Store) scan(ctx context.Context, filter string, fn func(jetstream.KeyValueEntry) error, opts ...jetstream.WatchOpt) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := s.kv.Watch(ctx, filter, append(opts, jetstream.IgnoreDeletes())...)
+	w, stop, err := jsutil.WatchKV(ctx, s.kv, s.js.Options().DefaultTimeout, filter, append(opts, jetstream.IgnoreDeletes())...)
 	if err != nil {
 		return jsutil.Wrap(err, "read ack bucket %q", s.bucket)
 	}
-	defer jsutil.StopWatch(w)
+	defer stop()
 	for {
 		select {
 		case <-ctx.Done():

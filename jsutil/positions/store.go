@@ -169,7 +169,7 @@ func Names(ctx context.Context, js jetstream.JetStream, opts Options) ([]string,
 	}
 	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	out, err := jsutil.KVKeys(rctx, kv)
+	out, err := jsutil.KVKeys(rctx, kv, opts.Timeout)
 	if err != nil {
 		return nil, jsutil.Wrap(err, "list snapshots in bucket %q", opts.SnapshotBucket)
 	}

@@ -108,7 +108,7 @@ func historyChecked(ctx context.Context, js jetstream.JetStream, bucket, stream,
 	if err != nil {
 		return nil, nil, jsutil.Wrap(err, "open reset history bucket %q", bucket)
 	}
-	entries, err := jsutil.KVHistory(ctx, kv, HistoryKey(stream, consumer))
+	entries, err := jsutil.KVHistory(ctx, kv, js.Options().DefaultTimeout, HistoryKey(stream, consumer))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return []Record{}, nil, nil
 	}
