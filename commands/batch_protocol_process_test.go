@@ -27,6 +27,7 @@ import (
 // No failure may become done: every bad case ends processed 0, failed 4,
 // each message run once, and its failed record keeps the reason.
 func TestBatchResultProtocolRealServer(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	if testing.Short() {
 		t.Skip("starts a nats-server process")
 	}

@@ -132,6 +132,7 @@ func completionServer(t *testing.T) string {
 // and $1 $2 $3 = command, word to complete, previous word; then reads
 // COMPREPLY.
 func TestCompletionBash(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	requireShell(t, "bash")
 	url := completionServer(t)
 	const driver = `source "$1" || exit 1
@@ -190,6 +191,7 @@ for l in "$@"; do complete_line "$l"; done
 
 // TestCompletionFish asks fish itself (complete -C, what <Tab> runs).
 func TestCompletionFish(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	requireShell(t, "fish")
 	url := completionServer(t)
 	lines := []struct{ line, want string }{
@@ -223,6 +225,7 @@ end`
 // variables set as at <Tab> (words, CURRENT, PREFIX) and _describe/_files
 // replaced by stand-ins that print what they were given.
 func TestCompletionZsh(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	requireShell(t, "zsh")
 	url := completionServer(t)
 	script := `compdef() { :; }

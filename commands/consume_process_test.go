@@ -177,6 +177,7 @@ func parseRuns(lines []string) (starts, ends map[uint64][]run) {
 // whose ack wait is shorter than many handlers: every message runs exactly
 // once; SIGTERM then stops both cleanly with no claim left behind.
 func TestConsumeTwoProcessesExactlyOnce(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	e := newConsumeEnv(t, 120, 100*time.Millisecond)
 	a, outA := e.start("0.", "--workers", "4", "--lease", "2s")
 	b, outB := e.start("0.", "--workers", "4", "--lease", "2s")
@@ -217,6 +218,7 @@ func TestConsumeTwoProcessesExactlyOnce(t *testing.T) {
 // in flight at a kill (its previous run belonged to the killed process and
 // the message was not done when it died), never done before.
 func TestConsumeSurvivesSIGKILL(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	const kills = 4
 	e := newConsumeEnv(t, 100, time.Second)
 	doneAtKill := make([]map[uint64]bool, 0, kills)
@@ -273,6 +275,7 @@ func TestConsumeSurvivesSIGKILL(t *testing.T) {
 // SIGINT while handlers run: they finish, their messages are done, the
 // process exits 0 and leaves no claim behind.
 func TestConsumeSIGINTFinishesInFlight(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	e := newConsumeEnv(t, 20, 30*time.Second)
 	cmd, out := e.start("0.", "--workers", "4", "--lease", "2s")
 	testserver.WaitFor(t, 30*time.Second, "handlers running", func() bool { return e.count("start ") >= 6 })
@@ -304,6 +307,7 @@ func TestConsumeSIGINTFinishesInFlight(t *testing.T) {
 // some messages failed exits 1 (they will be redelivered), not 6; SIGTERM
 // with no failure exits 0.
 func TestConsumeSIGTERMExitRule(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	e := newConsumeEnv(t, 20, 30*time.Second)
 	for _, tc := range []struct {
 		exec string

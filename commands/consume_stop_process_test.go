@@ -143,6 +143,7 @@ func sideRuns(t *testing.T, side string) map[string]int {
 // and is processed, and one warning names the messages (the child is sent
 // SIGTERM). Per message and per batch, against both kinds of server.
 func TestConsumeBackgroundChildRunsOnce(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	const n = 3
 	for kind, s := range handlerServers(t) {
 		for _, mode := range []struct {
@@ -210,6 +211,7 @@ func TestConsumeBackgroundChildRunsOnce(t *testing.T) {
 // its message released: released 1, failed 0, no failed record, no dead
 // letter, exit 0; the next run processes it at once, exactly once.
 func TestConsumeStopReleases(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	for kind, s := range handlerServers(t) {
 		t.Run(kind, func(t *testing.T) {
 			s.stream("KB", "h2", 1)
@@ -289,6 +291,7 @@ func streamMsgs(t *testing.T, st jetstream.Stream) uint64 {
 // after --stop-timeout and releases the message, its failed record written
 // back as it was (final, 1 failure, the first reason); exit 6.
 func TestAcksRetryStopKeepsFailedRecord(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	bin, err := exec.LookPath("jsctl")
 	if err != nil {
 		t.Fatalf("jsctl is not in PATH: %v", err)

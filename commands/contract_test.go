@@ -36,6 +36,7 @@ type contractCase struct {
 // they act without --execute, but ask at a terminal unless --yes.
 // (TestPromptPTY drives the same question through a real terminal.)
 func TestChangeContract(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	s := testserver.Start(t)
 	nc := testserver.Connect(t, s)
 	js, err := jetstream.New(nc)

@@ -35,6 +35,7 @@ import (
 // failing one dead-lettered exactly once, never lost, never twice, and no
 // dead letter left pending.
 func TestDeadLettersSurviveSIGKILL(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	if testing.Short() {
 		t.Skip("kills jsctl processes repeatedly")
 	}

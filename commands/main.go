@@ -55,7 +55,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	parser, err := newParser(cli, env, stdout, stderr, onlyCommand(args)...)
 	if err != nil {
-		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
+		fmt.Fprintf(stderr, "jsctl: error: %s\n", TermSafe(err.Error()))
 		return ExitFailure
 	}
 	defer catchPanic(&code, stderr, &cli.Globals)
@@ -64,7 +64,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return writeFailed(stderr, out.err)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
+		fmt.Fprintf(stderr, "jsctl: error: %s\n", TermSafe(err.Error()))
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
 			fmt.Fprintf(stderr, "run \"%s --help\" for usage\n", strings.TrimSpace("jsctl "+commandPath(pe.Context)))
@@ -77,7 +77,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = checkGlobals(&cli.Globals)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "jsctl: error: %v\n", err)
+		fmt.Fprintf(stderr, "jsctl: error: %s\n", TermSafe(err.Error()))
 		return usageFailed(kctx, stdout, err)
 	}
 	ctx = jsutil.WithRetry(ctx, cli.Globals.RetryFor, env.waitLines().unanswered)
@@ -91,7 +91,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = jsutil.Classify(jsutil.ErrCancelled, err)
 	}
 	if msg := errorText(err); msg != "" && !errors.Is(err, syscall.EPIPE) {
-		fmt.Fprintf(stderr, "jsctl: error: %s\n", maskSecrets(msg, &cli.Globals))
+		fmt.Fprintf(stderr, "jsctl: error: %s\n", TermSafe(maskSecrets(msg, &cli.Globals)))
 	}
 	return exitCode(err)
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/olekukonko/tablewriter"
@@ -42,9 +44,43 @@ func (p *Printer) PrintJSONLine(v any) error {
 	return enc.Encode(v)
 }
 
-// Printf writes formatted text.
+// Printf writes formatted text, made safe for a terminal by TermSafe: a
+// stream, consumer or subject name holding an ESC sequence (the server
+// accepts such names) cannot drive the terminal, wherever a command prints
+// it.
 func (p *Printer) Printf(format string, args ...any) {
-	fmt.Fprintf(p.W, format, args...)
+	_, _ = io.WriteString(p.W, TermSafe(fmt.Sprintf(format, args...)))
+}
+
+// TermSafe escapes the control characters of s other than newline and tab
+// as \uXXXX, and bytes that are not UTF-8 as \xXX (as Escape does); it
+// leaves everything else, backslashes included, as it is. Text already
+// made safe by Escape passes unchanged.
+func TermSafe(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || (unicode.IsControl(r) && r != '\n' && r != '\t') {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r) && r != '\n' && r != '\t':
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // Table writes rows under headers as a plain, aligned table. Cells are

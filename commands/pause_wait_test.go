@@ -111,6 +111,7 @@ func TestPauseDrainCancelled(t *testing.T) {
 // its --retry-for budget instead of waiting out --drain-timeout and then a
 // budget per step.
 func TestServerDiesMidCommand(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	s := natsproc.Start(t, natsproc.Options{})
 	nc, err := nats.Connect(s.URL())
 	if err != nil {

@@ -350,6 +350,7 @@ func humanSecond(t time.Time) string {
 // keys (each answer checked against jsctl seek), reviews, applies, and
 // checks the consumer's next delivery with a plain client.
 func TestPickPTY(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	f := newPickFixture(t)
 	p := startVT(t, f.cmd("pick"), 100, 30)
 	p.waitFor("OTHER")
@@ -434,6 +435,7 @@ func TestPickPTY(t *testing.T) {
 // fits 80×24 and follows a resize; NO_COLOR drops colours; seek -i prints
 // what seek prints; without a terminal the commands refuse (exit 2).
 func TestPickLeaveAndManners(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	f := newPickFixture(t)
 	before := f.consumerInfo("audit")
 

@@ -301,6 +301,7 @@ func TestReadmeCommandsListed(t *testing.T) {
 // checks its exit code; where the README shows output, the output's shape
 // (table headers and "Label:" lines) must match.
 func TestReadmeCommands(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	if testing.Short() {
 		t.Skip("runs every README command")
 	}

@@ -82,6 +82,7 @@ func raceJsctl(t testing.TB) string {
 // the one internal/natsproc builds from the pinned module is on their PATH
 // (not under -short, whose scripts skip it with [short]).
 func TestScript(t *testing.T) {
+	t.Parallel() // mostly waits (on processes, servers, timers): runs beside the others
 	natsServerDir := ""
 	if !testing.Short() {
 		natsServerDir = filepath.Dir(natsproc.Binary(t))

@@ -188,7 +188,7 @@ func printSeekOrigin(p *Printer, r *seek.Result, tr *replica.Result, around int)
 		}
 		rows = append(rows, []string{
 			mark, strconv.FormatUint(n.Sequence, 10), neighbourOrigin(n, tr), p.TableTime(n.Time),
-			Escape(n.Subject), strconv.Itoa(n.Size), PreviewCell(n.Data, seekPreviewBytes),
+			n.Subject, strconv.Itoa(n.Size), PreviewCell(n.Data, seekPreviewBytes),
 		})
 	}
 	return p.Table([]string{"", "SEQ", "FROM", "TIME", "SUBJECT", "SIZE", "PREVIEW"}, rows)
