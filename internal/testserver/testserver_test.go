@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -17,12 +18,14 @@ func TestClusterR3(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3.>"}, Replicas: 3})
+	s, err := CreateStream(ctx, js, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3.>"}, Replicas: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.WaitForStreamLeader("R3")
-	if _, err := js.Publish(ctx, "r3.a", []byte("x")); err != nil {
+	// The stream's interest may not have reached this node yet: Publish
+	// asks again while it answers "no responders".
+	if _, err := Publish(ctx, js, &nats.Msg{Subject: "r3.a", Data: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
 	info, err := s.Info(ctx)

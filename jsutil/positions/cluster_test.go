@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -23,7 +24,7 @@ func TestClusterR3(t *testing.T) {
 	}
 	c.WaitForStreamLeader("ORDERS")
 	for i := 0; i < 5; i++ {
-		if _, err := js.Publish(ctx, "orders.eu", []byte("x")); err != nil {
+		if _, err := testserver.Publish(ctx, js, &nats.Msg{Subject: "orders.eu", Data: []byte("x")}); err != nil {
 			t.Fatal(err)
 		}
 	}
