@@ -41,7 +41,9 @@
 // to time: it finds the target's first message stored at or after the
 // origin message's time and says so (Method ByTime, Result.Reason). A
 // sourced message is stored when it arrives, after the origin stored it,
-// so a by-time position errs towards repeating messages, not skipping them.
+// so a by-time position errs towards repeating messages, not skipping them;
+// when the origin message itself is gone, the time of the one before it is
+// used (its copy may have been stored before the next one existed).
 //
 // # Not caught up
 //

@@ -284,8 +284,25 @@ func (t *translator) byTime(ctx context.Context, seq uint64, res *Result) error 
 		res.StartSeq = t.tinfo.State.LastSeq + 1
 		return nil
 	}
-	res.OriginTime = om.Time
-	sr, err := seek.Seek(ctx, t.target.JS, t.target.Stream, om.Time, seek.Options{})
+	at := om.Time
+	if om.Sequence != seq {
+		// seq itself is gone from the origin, perhaps deleted after the
+		// target copied it. That copy was stored after seq's own time,
+		// which is no earlier than the message before seq: start from that
+		// one's time (from the target's first message when there is none),
+		// erring towards repeating messages rather than skipping one.
+		prev, err := seek.Seek(ctx, t.origin.JS, t.origin.Stream, om.Time.Add(-time.Nanosecond), seek.Options{Mode: seek.Before})
+		if err != nil {
+			return err
+		}
+		t.extra += 2
+		at = time.Unix(0, 0)
+		if prev.Message != nil {
+			at = prev.Message.Time
+		}
+	}
+	res.OriginTime = at
+	sr, err := seek.Seek(ctx, t.target.JS, t.target.Stream, at, seek.Options{})
 	if err != nil {
 		return err
 	}
