@@ -47,19 +47,14 @@ func (p plainJsctl) Run() int {
 		return 1
 	}
 	os.Setenv(raceJsctlEnv, race)
-	dir, err := os.MkdirTemp("", "jsctl-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "jsctl tests:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin, err := jsctlbin.Build(dir)
+	bin, remove, err := jsctlbin.BuildTemp()
+	defer remove()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "jsctl tests:", err)
 		return 1
 	}
 	if bin != "" {
-		os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		os.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	return p.m.Run()
 }

@@ -2,7 +2,6 @@ package jsutil
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -89,7 +88,7 @@ func readWatch(ctx context.Context, kv jetstream.KeyValue, timeout time.Duration
 			return ctx.Err()
 		case e, ok := <-w.Updates():
 			if !ok {
-				return errors.New("the watch ended before it was up to date")
+				return Errorf(ErrConnection, "watch %q of bucket %q ended before it was up to date", filter, kv.Bucket())
 			}
 			if e == nil {
 				return nil

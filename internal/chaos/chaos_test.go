@@ -46,13 +46,8 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	flag.Parse()
 	if !testing.Short() {
-		dir, err := os.MkdirTemp("", "jsctl-bin-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "chaos:", err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		bin, err := jsctlbin.Build(dir)
+		bin, remove, err := jsctlbin.BuildTemp()
+		defer remove()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			return 1

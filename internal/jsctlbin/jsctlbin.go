@@ -25,6 +25,18 @@ const RaceEnv = "JSCTL_TEST_RACE_CLI"
 // Race reports whether every jsctl process should be the -race test binary.
 func Race() bool { return os.Getenv(RaceEnv) == "1" }
 
+// BuildTemp is Build into a new temporary directory; remove removes it
+// (call it when the tests are done, also after an error).
+func BuildTemp() (bin string, remove func(), err error) {
+	dir, err := os.MkdirTemp("", "jsctl-bin-")
+	if err != nil {
+		return "", func() {}, err
+	}
+	remove = func() { _ = os.RemoveAll(dir) }
+	bin, err = Build(dir)
+	return bin, remove, err
+}
+
 // Build builds this module's cmd/jsctl into dir and returns its path, or ""
 // under Race. It takes a second or two when the build cache is warm (CI
 // runs `go build ./...` first).
