@@ -214,10 +214,19 @@ func (c *Cluster) WaitForStreamLeader(stream string) {
 	})
 }
 
+// MinWait is the least WaitFor waits before it fails a test. The bound only
+// decides how long a broken test takes to fail, never whether a working one
+// passes: under the race detector, with four packages at a time on two
+// cores, a puller that takes well under a second on its own needed over
+// 10 s (TestForcedResetWithLivePuller failed so in a clean-clone run).
+const MinWait = time.Minute
+
 // WaitFor polls cond every 10ms until it holds, and fails the test when it
-// does not within d; what names the condition in the failure.
+// does not within d (a minute at least, MinWait); what names the condition
+// in the failure.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	d = max(d, MinWait)
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
