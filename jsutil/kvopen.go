@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,6 +23,9 @@ const DefaultSettle = 30 * time.Second
 // that exists with the same configuration is harmless. A request the server's permissions refuse is not sent
 // again; its error is classed ErrPermission (see RequestError). Without
 // create, a missing bucket is jetstream.ErrBucketNotFound.
+//
+// The bucket it returns reads through settledKV: "stream not found" just
+// after the bucket was found is asked again.
 func OpenKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, create bool, timeout, settle time.Duration) (jetstream.KeyValue, error) {
 	var kv jetstream.KeyValue
 	err := WhileUnanswered(ctx, settle, func() error {
@@ -29,7 +33,67 @@ func OpenKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 		kv, err = openKV(ctx, js, cfg, create, timeout)
 		return err
 	})
-	return kv, err
+	if err != nil {
+		return nil, err
+	}
+	return &settledKV{KeyValue: kv, opened: time.Now()}, nil
+}
+
+// SettleAfterOpen is how long after OpenKV found a bucket a read of it
+// that the server answers "stream not found" is asked again.
+const SettleAfterOpen = 5 * time.Second
+
+// settledKV is a bucket OpenKV has just found. Right after a replicated
+// bucket is created (by this process or another), a server of the cluster
+// may not know its stream yet and answer "not found" for a moment, though
+// opening the bucket has just found it: three consume processes started
+// together on a 3-node cluster saw it on their first read. Its reads
+// (Status, Get, the watches) ask again after that answer within
+// SettleAfterOpen of the opening; later, "not found" is final at once.
+type settledKV struct {
+	jetstream.KeyValue
+	opened time.Time
+}
+
+func (k *settledKV) Status(ctx context.Context) (st jetstream.KeyValueStatus, err error) {
+	err = k.settling(ctx, func() error { st, err = k.KeyValue.Status(ctx); return err })
+	return st, err
+}
+
+func (k *settledKV) Get(ctx context.Context, key string) (e jetstream.KeyValueEntry, err error) {
+	err = k.settling(ctx, func() error { e, err = k.KeyValue.Get(ctx, key); return err })
+	return e, err
+}
+
+func (k *settledKV) Watch(ctx context.Context, keys string, opts ...jetstream.WatchOpt) (w jetstream.KeyWatcher, err error) {
+	err = k.settling(ctx, func() error { w, err = k.KeyValue.Watch(ctx, keys, opts...); return err })
+	return w, err
+}
+
+func (k *settledKV) WatchFiltered(ctx context.Context, keys []string, opts ...jetstream.WatchOpt) (w jetstream.KeyWatcher, err error) {
+	err = k.settling(ctx, func() error { w, err = k.KeyValue.WatchFiltered(ctx, keys, opts...); return err })
+	return w, err
+}
+
+func (k *settledKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (w jetstream.KeyWatcher, err error) {
+	err = k.settling(ctx, func() error { w, err = k.KeyValue.WatchAll(ctx, opts...); return err })
+	return w, err
+}
+
+func (k *settledKV) settling(ctx context.Context, f func() error) error {
+	return settleAfter(ctx, k.opened, f)
+}
+
+// settleAfter calls f, and again while it fails with "stream not found"
+// within SettleAfterOpen of opened.
+func settleAfter(ctx context.Context, opened time.Time, f func() error) error {
+	r := RetryUntil(time.Until(opened.Add(SettleAfterOpen)))
+	for {
+		err := f()
+		if err == nil || !(errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrStreamNotFound)) || !r.Again(ctx, err) {
+			return err
+		}
+	}
 }
 
 // WhileUnanswered calls f, and calls it again while it fails with an

@@ -49,8 +49,6 @@ type Store struct {
 	// sendDone, when set (by tests), sends Consume's done writes in place
 	// of the connection.
 	sendDone func(*nats.Msg) error
-	// opened is when Open found the bucket (see settling).
-	opened time.Time
 }
 
 // Option configures Open.
@@ -171,12 +169,7 @@ func openErr(err error, bucket string) error {
 // newStore checks that the bucket can hold ack records: one value per key
 // (history 1) and per-message TTLs with limit markers (for leases).
 func newStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, c openConfig) (*Store, error) {
-	opened := time.Now()
-	var st jetstream.KeyValueStatus
-	err := settling(ctx, opened, func() (err error) {
-		st, err = kv.Status(ctx)
-		return err
-	})
+	st, err := kv.Status(ctx)
 	if err != nil {
 		return nil, jsutil.Wrap(err, "read ack bucket %q", c.bucket)
 	}
@@ -199,24 +192,8 @@ func newStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue
 	return &Store{
 		js: js, kv: kv, bucket: c.bucket, subject: kvPutPrefix(js, c.bucket),
 		markerTTL: st.LimitMarkerTTL(), worker: c.worker,
-		retention: c.retention, maxAge: st.TTL(), replicas: replicas, created: created, opened: opened,
+		retention: c.retention, maxAge: st.TTL(), replicas: replicas, created: created,
 	}, nil
-}
-
-// settling calls f, and again while it fails with "stream not found" within
-// openTimeout of opened. Right after a replicated bucket is created (by this
-// process or another), a node may not know its stream yet and say so for a
-// moment, though opening the bucket has just found it: three consume
-// processes started together on a cluster saw it. Later, "not found" is
-// final at once.
-func settling(ctx context.Context, opened time.Time, f func() error) error {
-	r := jsutil.RetryUntil(time.Until(opened.Add(openTimeout)))
-	for {
-		err := f()
-		if err == nil || !(errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrStreamNotFound)) || !r.Again(ctx, err) {
-			return err
-		}
-	}
 }
 
 // Retention is how long done and failed records written by this store are
@@ -306,12 +283,7 @@ func (s *Store) valueRecord(kvKey string, val []byte, rev uint64, created time.T
 func (s *Store) scan(ctx context.Context, filter string, fn func(jetstream.KeyValueEntry) error, opts ...jetstream.WatchOpt) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var w jetstream.KeyWatcher
-	var stop func()
-	err := settling(ctx, s.opened, func() (err error) {
-		w, stop, err = jsutil.WatchKV(ctx, s.kv, s.js.Options().DefaultTimeout, filter, append(opts, jetstream.IgnoreDeletes())...)
-		return err
-	})
+	w, stop, err := jsutil.WatchKV(ctx, s.kv, s.js.Options().DefaultTimeout, filter, append(opts, jetstream.IgnoreDeletes())...)
 	if err != nil {
 		return jsutil.Wrap(err, "read ack bucket %q", s.bucket)
 	}
