@@ -57,9 +57,40 @@ type LeaderMsg struct {
 }
 
 // LeaderMsgGet sends a message-get request (req: seq, last_by_subj, ...)
-// to the leader of stream through $JS.API.STREAM.MSG.GET. A message that
-// is not there is an error wrapping jetstream.ErrMsgNotFound.
-func LeaderMsgGet(ctx context.Context, js jetstream.JetStream, stream string, req map[string]any) (*LeaderMsg, error) {
+// to the leader of stream through $JS.API.STREAM.MSG.GET and decodes the
+// message's headers. A message that is not there is an error wrapping
+// jetstream.ErrMsgNotFound.
+func LeaderMsgGet(ctx context.Context, js jetstream.JetStream, stream string, req any) (*LeaderMsg, error) {
+	m, err := MsgGet(ctx, js, stream, req)
+	if err != nil {
+		return nil, err
+	}
+	out := &LeaderMsg{Subject: m.Subject, Seq: m.Seq, Header: nats.Header{}, Data: m.Data, Time: m.Time}
+	if len(m.Header) > 0 {
+		if out.Header, err = nats.DecodeHeadersMsg(m.Header); err != nil {
+			return nil, fmt.Errorf("unreadable headers: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// RawMsg is a stored message as $JS.API.STREAM.MSG.GET returns it, its
+// headers still encoded ("NATS/1.0\r\n..."; nil when none).
+type RawMsg struct {
+	Subject string    `json:"subject"`
+	Seq     uint64    `json:"seq"`
+	Header  []byte    `json:"hdrs,omitempty"`
+	Data    []byte    `json:"data,omitempty"`
+	Time    time.Time `json:"time"`
+}
+
+// MsgGet sends one message-get request (req is marshalled to JSON: seq,
+// last_by_subj, next_by_subj, start_time, ...) about stream through the
+// request layer (Request: the API prefix, one retry rule; an error reply
+// comes back as the error, jetstream.ErrMsgNotFound when there is no such
+// message). An answer without a message wraps
+// jetstream.ErrInvalidJetStreamResponse.
+func MsgGet(ctx context.Context, js jetstream.JetStream, stream string, req any) (*RawMsg, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -69,26 +100,13 @@ func LeaderMsgGet(ctx context.Context, js jetstream.JetStream, stream string, re
 		return nil, err
 	}
 	var resp struct {
-		Message *struct {
-			Subject string    `json:"subject"`
-			Seq     uint64    `json:"seq"`
-			Header  []byte    `json:"hdrs,omitempty"`
-			Data    []byte    `json:"data,omitempty"`
-			Time    time.Time `json:"time"`
-		} `json:"message,omitempty"`
+		Message *RawMsg `json:"message,omitempty"`
 	}
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, fmt.Errorf("unreadable answer: %w", err)
+		return nil, fmt.Errorf("unreadable answer: %w: %w", jetstream.ErrInvalidJetStreamResponse, err)
 	}
 	if resp.Message == nil {
-		return nil, errors.New("empty answer")
+		return nil, fmt.Errorf("answer without a message: %w", jetstream.ErrInvalidJetStreamResponse)
 	}
-	m := resp.Message
-	out := &LeaderMsg{Subject: m.Subject, Seq: m.Seq, Header: nats.Header{}, Data: m.Data, Time: m.Time}
-	if len(m.Header) > 0 {
-		if out.Header, err = nats.DecodeHeadersMsg(m.Header); err != nil {
-			return nil, fmt.Errorf("unreadable headers: %w", err)
-		}
-	}
-	return out, nil
+	return resp.Message, nil
 }

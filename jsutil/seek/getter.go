@@ -97,20 +97,7 @@ func (g *apiGetter) request(ctx context.Context, api string, body []byte, v any)
 var errUnknownField = errors.New("server rejected a request field")
 
 func (g *apiGetter) get(ctx context.Context, req getRequest) (*Message, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	var reply struct {
-		Message *struct {
-			Subject  string    `json:"subject"`
-			Sequence uint64    `json:"seq"`
-			Data     []byte    `json:"data"`
-			Header   []byte    `json:"hdrs"`
-			Time     time.Time `json:"time"`
-		} `json:"message"`
-	}
-	err = g.request(ctx, "STREAM.MSG.GET", body, &reply)
+	m, err := jsutil.MsgGet(ctx, g.js, g.name, req)
 	var apiErr *jetstream.APIError
 	switch {
 	case err == nil:
@@ -123,11 +110,7 @@ func (g *apiGetter) get(ctx context.Context, req getRequest) (*Message, error) {
 	default:
 		return nil, g.wrap(err)
 	}
-	if reply.Message == nil {
-		return nil, g.wrap(jetstream.ErrInvalidJetStreamResponse)
-	}
-	m := reply.Message
-	return &Message{Sequence: m.Sequence, Time: m.Time, Subject: m.Subject, Size: len(m.Data), Data: m.Data, Header: parseHeader(m.Header)}, nil
+	return &Message{Sequence: m.Seq, Time: m.Time, Subject: m.Subject, Size: len(m.Data), Data: m.Data, Header: parseHeader(m.Header)}, nil
 }
 
 func (g *apiGetter) info(ctx context.Context) (streamState, error) {
