@@ -1,3 +1,5 @@
+//go:build linux
+
 package commands_test
 
 import (
@@ -19,15 +21,15 @@ func TestConsumeStatusLine80Columns(t *testing.T) {
 	cmd := exec.Command(f.bin, "consume", "ORDERS", "billing", "--exec", "sleep 0.3", "--max", "3")
 	cmd.Env = append(os.Environ(), "NATS_URL="+f.url, "JSCTL_TZ=UTC", "NATS_CONTEXT=", "JSCTL_EMBEDDED=", "XDG_CONFIG_HOME="+t.TempDir())
 	p := startVT(t, cmd, 80, 24)
-	if code := p.wait(30 * time.Second); code != 0 {
-		t.Fatalf("consume exited %d:\n%s", code, p.rawOutput())
+	if code := p.exit(30 * time.Second); code != 0 {
+		t.Fatalf("consume exited %d:\n%s", code, p.output())
 	}
 	// The summary is the last thing written; it may arrive after the exit.
-	testserver.WaitFor(t, 30*time.Second, "the summary", func() bool { return strings.Contains(p.rawOutput(), "floor 3)") })
+	testserver.WaitFor(t, 30*time.Second, "the summary", func() bool { return strings.Contains(p.output(), "floor 3)") })
 	escapes := regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
 	spinner := regexp.MustCompile(`^\S processed \d+, `)
 	drawn := 0
-	for _, seg := range strings.FieldsFunc(escapes.ReplaceAllString(p.rawOutput(), ""), func(r rune) bool { return r == '\r' || r == '\n' }) {
+	for _, seg := range strings.FieldsFunc(escapes.ReplaceAllString(p.output(), ""), func(r rune) bool { return r == '\r' || r == '\n' }) {
 		if !strings.Contains(seg, "msg/s") {
 			continue
 		}
@@ -40,6 +42,6 @@ func TestConsumeStatusLine80Columns(t *testing.T) {
 		}
 	}
 	if drawn == 0 {
-		t.Fatalf("no status line drawn:\n%q", p.rawOutput())
+		t.Fatalf("no status line drawn:\n%q", p.output())
 	}
 }

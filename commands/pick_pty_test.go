@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -156,44 +155,20 @@ func (f *pickFixture) consumerInfo(name string) *jetstream.ConsumerInfo {
 // vtProc is jsctl on a pseudo-terminal whose output is read through a
 // terminal emulator, so the test sees the screen a person sees.
 type vtProc struct {
-	t    *testing.T
-	tty  *os.File
-	mu   sync.Mutex
-	raw  bytes.Buffer
-	vt   vt10x.Terminal
-	done chan error
-	eof  chan struct{} // closed when everything written to the terminal is read
+	*ptyProc
+	vt vt10x.Terminal
 }
 
 func startVT(t *testing.T, cmd *exec.Cmd, cols, rows int) *vtProc {
 	t.Helper()
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)})
-	if err != nil {
-		t.Fatalf("start on a pty: %v", err)
-	}
-	p := &vtProc{t: t, tty: tty, done: make(chan error, 1), eof: make(chan struct{})}
-	// The emulator's answers to queries go back to the program, as a
-	// terminal's do.
-	p.vt = vt10x.New(vt10x.WithSize(cols, rows), vt10x.WithWriter(tty))
-	go func() {
-		defer close(p.eof)
-		buf := make([]byte, 8192)
-		for {
-			n, err := tty.Read(buf)
-			p.mu.Lock()
-			p.raw.Write(buf[:n])
-			_, _ = p.vt.Write(buf[:n])
-			p.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		tty.Close()
+	p := &vtProc{}
+	p.ptyProc = startTerminal(t, cmd, cols, rows, func(tty *os.File) io.Writer {
+		// The emulator's answers to queries go back to the program, as
+		// a terminal's do.
+		p.vt = vt10x.New(vt10x.WithSize(cols, rows), vt10x.WithWriter(tty))
+		return p.vt
 	})
+	p.show = p.screen
 	return p
 }
 
@@ -202,12 +177,6 @@ func (p *vtProc) screen() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.vt.String()
-}
-
-func (p *vtProc) rawOutput() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.raw.String()
 }
 
 // waitScreen waits, bounded, until the screen satisfies ok.
@@ -234,7 +203,7 @@ func (p *vtProc) waitScreen(what string, ok func(screen string) bool) string {
 			if ok(s) {
 				return s
 			}
-			p.t.Fatalf("jsctl ended (%v) before the screen showed %s; screen:\n%s\nraw:\n%q", err, what, s, p.rawOutput())
+			p.t.Fatalf("jsctl ended (%v) before the screen showed %s; screen:\n%s\nraw:\n%q", err, what, s, p.output())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -261,38 +230,6 @@ func (p *vtProc) settled() (string, uint64) {
 	m := rx.FindStringSubmatch(s)
 	n, _ := strconv.ParseUint(m[3], 10, 64)
 	return m[1], n
-}
-
-func (p *vtProc) send(s string) {
-	p.t.Helper()
-	if _, err := io.WriteString(p.tty, s); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-// wait waits, at most within, for the process and returns its exit code,
-// once the terminal's output is all read (as ptyProc.exit does).
-func (p *vtProc) wait(within time.Duration) int {
-	p.t.Helper()
-	select {
-	case err := <-p.done:
-		select {
-		case <-p.eof:
-		case <-time.After(within):
-			p.t.Fatalf("jsctl exited, but the terminal stays open after %s; screen:\n%s", within, p.screen())
-		}
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			return 0
-		case errors.As(err, &ee):
-			return ee.ExitCode()
-		}
-		p.t.Fatalf("wait: %v", err)
-	case <-time.After(within):
-		p.t.Fatalf("jsctl still running after %s; screen:\n%s", within, p.screen())
-	}
-	return -1
 }
 
 const (
@@ -408,7 +345,7 @@ func TestPickPTY(t *testing.T) {
 		t.Fatalf("the review lacks the messages to redeliver:\n%s", s)
 	}
 	p.send("y")
-	if code := p.wait(30 * time.Second); code != 0 {
+	if code := p.exit(30 * time.Second); code != 0 {
 		t.Fatalf("apply: exit %d; screen:\n%s", code, p.screen())
 	}
 	p.waitFor("verified")
@@ -446,8 +383,8 @@ func TestPickLeaveAndManners(t *testing.T) {
 	if rows := strings.Split(strings.TrimRight(s, "\n"), "\n"); !strings.Contains(rows[len(rows)-1], "←/→ 1s") && !strings.Contains(s, "←/→ 1s") {
 		t.Fatalf("the key line is not on the 80×24 screen:\n%s", s)
 	}
-	if !colorSGR.MatchString(p.rawOutput()) {
-		t.Fatalf("without NO_COLOR the header has no colour; raw:\n%q", p.rawOutput())
+	if !colorSGR.MatchString(p.output()) {
+		t.Fatalf("without NO_COLOR the header has no colour; raw:\n%q", p.output())
 	}
 	p.send(keyLeft)
 	p.settled()
@@ -462,7 +399,7 @@ func TestPickLeaveAndManners(t *testing.T) {
 	p.waitScreen("the key line within 60 columns", func(s string) bool { return strings.Contains(s, "←/→ 1s [/] 1min") })
 	p.settled()
 	p.send("q")
-	if code := p.wait(30 * time.Second); code != commands.ExitCancelled {
+	if code := p.exit(30 * time.Second); code != commands.ExitCancelled {
 		t.Fatalf("q: exit %d, want %d; screen:\n%s", code, commands.ExitCancelled, p.screen())
 	}
 	p.waitScreen("the cancellation", func(s string) bool { return strings.Contains(flat(s), "left without applying; nothing changed") })
@@ -475,18 +412,18 @@ func TestPickLeaveAndManners(t *testing.T) {
 	cmd.Env = f.env("NO_COLOR=1")
 	p = startVT(t, cmd, 80, 24)
 	p.settled()
-	if raw := p.rawOutput(); colorSGR.MatchString(raw) {
+	if raw := p.output(); colorSGR.MatchString(raw) {
 		t.Fatalf("NO_COLOR set, but colours were drawn:\n%q", raw)
 	}
 	if cooked(t, p.tty) {
 		t.Fatal("the picker runs with the terminal in cooked mode")
 	}
 	p.send("\x03") // Ctrl-C
-	if code := p.wait(30 * time.Second); code != commands.ExitCancelled {
+	if code := p.exit(30 * time.Second); code != commands.ExitCancelled {
 		t.Fatalf("Ctrl-C: exit %d", code)
 	}
 	if !cooked(t, p.tty) || !p.leftAltScreen() {
-		t.Fatalf("the terminal is not restored after Ctrl-C (cooked %v); raw:\n%q", cooked(t, p.tty), p.rawOutput())
+		t.Fatalf("the terminal is not restored after Ctrl-C (cooked %v); raw:\n%q", cooked(t, p.tty), p.output())
 	}
 
 	// A lost terminal (SIGHUP) or a signal: restored too, nothing changed.
@@ -496,11 +433,11 @@ func TestPickLeaveAndManners(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	if code := p.wait(30 * time.Second); code != commands.ExitCancelled {
+	if code := p.exit(30 * time.Second); code != commands.ExitCancelled {
 		t.Fatalf("SIGHUP: exit %d, want %d", code, commands.ExitCancelled)
 	}
 	if !cooked(t, p.tty) || !p.leftAltScreen() {
-		t.Fatalf("the terminal is not restored after SIGHUP; raw:\n%q", p.rawOutput())
+		t.Fatalf("the terminal is not restored after SIGHUP; raw:\n%q", p.output())
 	}
 	if after := f.consumerInfo("audit"); after.Delivered != before.Delivered {
 		t.Fatalf("SIGHUP changed audit")
@@ -514,7 +451,7 @@ func TestPickLeaveAndManners(t *testing.T) {
 	p.waitFor("Time: " + g2 + " UTC  (before)")
 	p.settled()
 	p.send(keyEnter)
-	if code := p.wait(30 * time.Second); code != 0 {
+	if code := p.exit(30 * time.Second); code != 0 {
 		t.Fatalf("seek -i: exit %d", code)
 	}
 	want, err := f.cmd("seek", "ORDERS", g2, "--mode", "before").Output()
@@ -582,7 +519,7 @@ func TestPickLeaveAndManners(t *testing.T) {
 // before the reader took its last bytes from the pty.
 func (p *vtProc) leftAltScreen() bool {
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p.rawOutput(), "\x1b[?1049l") {
+	for !strings.Contains(p.output(), "\x1b[?1049l") {
 		if time.Now().After(deadline) {
 			return false
 		}

@@ -3,18 +3,14 @@ package commands_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	"github.com/jsctl/jsctl/commands"
 	"github.com/jsctl/jsctl/internal/testserver"
 	"github.com/nats-io/nats.go/jetstream"
@@ -91,98 +87,6 @@ func TestPromptNeedsATerminal(t *testing.T) {
 	if strings.Contains(stderr.String(), "Apply") || f.delivered() != 2 {
 		t.Fatalf("prompted or not applied: stderr %q, delivered %d", stderr.String(), f.delivered())
 	}
-}
-
-// ptyProc is jsctl running on a pseudo-terminal, as at an interactive shell.
-type ptyProc struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	tty  *os.File
-	mu   sync.Mutex
-	out  bytes.Buffer
-	done chan error
-	eof  chan struct{} // closed when everything written to the terminal is read
-}
-
-func startPTY(t *testing.T, cmd *exec.Cmd) *ptyProc {
-	t.Helper()
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
-	if err != nil {
-		t.Fatalf("start on a pty: %v", err)
-	}
-	p := &ptyProc{t: t, cmd: cmd, tty: tty, done: make(chan error, 1), eof: make(chan struct{})}
-	go func() {
-		defer close(p.eof)
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			p.mu.Lock()
-			p.out.Write(buf[:n])
-			p.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		tty.Close()
-	})
-	return p
-}
-
-func (p *ptyProc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-// waitFor waits, bounded, until the terminal shows s.
-func (p *ptyProc) waitFor(s string) {
-	p.t.Helper()
-	testserver.WaitFor(p.t, 30*time.Second, "the terminal to show "+s, func() bool { return strings.Contains(p.output(), s) })
-}
-
-// waitForMatch waits until the terminal has shown text matching re.
-func (p *ptyProc) waitForMatch(re string) {
-	p.t.Helper()
-	rx := regexp.MustCompile(re)
-	testserver.WaitFor(p.t, 30*time.Second, "the terminal to show "+re, func() bool { return rx.MatchString(p.output()) })
-}
-
-func (p *ptyProc) send(s string) {
-	p.t.Helper()
-	if _, err := io.WriteString(p.tty, s); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-// exit waits, at most within, for the process and returns its exit code.
-// It also waits until the terminal's output is all read (the read ends when
-// the last process holding the terminal has closed it), so that output()
-// then holds everything the process wrote before it exited.
-func (p *ptyProc) exit(within time.Duration) int {
-	p.t.Helper()
-	select {
-	case err := <-p.done:
-		select {
-		case <-p.eof:
-		case <-time.After(within):
-			p.t.Fatalf("jsctl exited, but the terminal stays open after %s; terminal:\n%s", within, p.output())
-		}
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			return 0
-		case errors.As(err, &ee):
-			return ee.ExitCode()
-		}
-		p.t.Fatalf("wait: %v", err)
-	case <-time.After(within):
-		p.t.Fatalf("jsctl still running after %s; terminal:\n%s", within, p.output())
-	}
-	return -1
 }
 
 // TestPromptPTY: at a real terminal, reset without --execute prints the plan
