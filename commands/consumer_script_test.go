@@ -240,15 +240,16 @@ func cmdConsumerBind(ts *testscript.TestScript, neg bool, args []string) {
 	waitConsumer(ts, args[0], args[1], func(ci *jetstream.ConsumerInfo) bool { return ci.PushBound })
 }
 
-// waitConsumer polls a consumer's info until ok, for at most 10 seconds.
+// waitConsumer polls a consumer's info until ok, for at most
+// testserver.MinWait (a bound for a stuck test, not a timing).
 func waitConsumer(ts *testscript.TestScript, stream, name string, ok func(*jetstream.ConsumerInfo) bool) {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testserver.MinWait)
 	for {
 		if ok(consumerInfo(ts, stream, name)) {
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("consumer %s: condition not reached within 10s", name)
+			ts.Fatalf("consumer %s: condition not reached within %s", name, testserver.MinWait)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

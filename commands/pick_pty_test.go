@@ -183,7 +183,7 @@ func (p *vtProc) screen() string {
 func (p *vtProc) waitScreen(what string, ok func(screen string) bool) string {
 	p.t.Helper()
 	var s string
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testserver.MinWait)
 	for {
 		s = p.screen()
 		if ok(s) {
@@ -518,7 +518,7 @@ func TestPickLeaveAndManners(t *testing.T) {
 // sequence that leaves the alternate screen: the process may have exited
 // before the reader took its last bytes from the pty.
 func (p *vtProc) leftAltScreen() bool {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testserver.MinWait)
 	for !strings.Contains(p.output(), "\x1b[?1049l") {
 		if time.Now().After(deadline) {
 			return false
