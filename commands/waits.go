@@ -16,7 +16,10 @@ import (
 //     connection): the library's retry loops report it (jsutil.WithRetry)
 //     and a plain line says what jsctl does about it, "no answer from the
 //     server; asking again for up to 27s (Ctrl-C to stop)", at most every
-//     waitNoticeEvery, also with --json (stdout stays JSON).
+//     waitNoticeEvery, also with --json (stdout stays JSON). A read of a
+//     bucket jsctl has just found that the server answers "stream not
+//     found" is asked again the same way, and said so ("bucket ... was just
+//     found, but a server does not know its stream yet; ...").
 //   - The drain of --pause (reset.Options.Drain): on a terminal without
 //     --json a live line, redrawn in place and cleared when the wait ends,
 //     "waiting for 1 delivery of "billing" on "ORDERS" to be acknowledged,
@@ -51,6 +54,10 @@ func (l *waitLines) unanswered(u jsutil.Unanswered) {
 	left := time.Until(u.Until).Round(time.Second)
 	if left < time.Second {
 		return // it gives up now: the error says so
+	}
+	if u.Bucket != "" {
+		l.plain("", fmt.Sprintf("bucket %q was just found, but a server does not know its stream yet; asking again for up to %s (Ctrl-C to stop)", u.Bucket, left))
+		return
 	}
 	l.plain("", fmt.Sprintf("no answer from the server; asking again for up to %s (Ctrl-C to stop)", left))
 }

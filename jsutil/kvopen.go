@@ -49,7 +49,9 @@ const SettleAfterOpen = 5 * time.Second
 // opening the bucket has just found it: three consume processes started
 // together on a 3-node cluster saw it on their first read. Its reads
 // (Status, Get, the watches) ask again after that answer within
-// SettleAfterOpen of the opening; later, "not found" is final at once.
+// SettleAfterOpen of the opening (and within the retry budget, told to
+// ctx's callback as an Unanswered naming the bucket, see WithRetry);
+// later, "not found" is final at once.
 type settledKV struct {
 	jetstream.KeyValue
 	opened time.Time
@@ -81,16 +83,18 @@ func (k *settledKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (w
 }
 
 func (k *settledKV) settling(ctx context.Context, f func() error) error {
-	return settleAfter(ctx, k.opened, f)
+	return settleAfter(ctx, k.Bucket(), k.opened, f)
 }
 
 // settleAfter calls f, and again while it fails with "stream not found"
-// within SettleAfterOpen of opened.
-func settleAfter(ctx context.Context, opened time.Time, f func() error) error {
+// within SettleAfterOpen of opened (the opening of bucket) and ctx's retry
+// budget, saying so to ctx's callback before each new attempt.
+func settleAfter(ctx context.Context, bucket string, opened time.Time, f func() error) error {
 	r := RetryUntil(time.Until(opened.Add(SettleAfterOpen)))
 	for {
 		err := f()
-		if err == nil || !(errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrStreamNotFound)) || !r.Again(ctx, err) {
+		if err == nil || !(errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrStreamNotFound)) ||
+			r.Expired() || !askAgain(ctx, r.Deadline, Unanswered{Err: err, Bucket: bucket}) || !r.Again(ctx, err) {
 			return err
 		}
 	}

@@ -12,10 +12,9 @@ import (
 )
 
 // settleAfter asks again after "stream not found" only just after the
-// bucket was opened; any other error, and "not found" later, is final at
-// once.
+// bucket was opened, and says so to the retry callback each time; any
+// other error, and "not found" later, is final at once, unsaid.
 func TestSettleAfter(t *testing.T) {
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
 		opened time.Time
@@ -27,8 +26,10 @@ func TestSettleAfter(t *testing.T) {
 		{"just opened, another error", time.Now(), []error{jetstream.ErrBucketExists}, 1, false},
 		{"opened long ago, not found", time.Now().Add(-time.Hour), []error{jetstream.ErrStreamNotFound}, 1, false},
 	} {
+		var told []Unanswered
+		ctx := WithRetry(context.Background(), time.Minute, func(u Unanswered) { told = append(told, u) })
 		calls := 0
-		err := settleAfter(ctx, tc.opened, func() error {
+		err := settleAfter(ctx, "B", tc.opened, func() error {
 			calls++
 			if calls <= len(tc.errs) {
 				return tc.errs[calls-1]
@@ -41,6 +42,26 @@ func TestSettleAfter(t *testing.T) {
 		if err != nil && !errors.Is(err, tc.errs[len(tc.errs)-1]) {
 			t.Errorf("%s: error %v is not the last one f returned", tc.name, err)
 		}
+		if len(told) != tc.calls-1 {
+			t.Errorf("%s: told %d times, want once before each new attempt (%d)", tc.name, len(told), tc.calls-1)
+		}
+		for _, u := range told {
+			if u.Bucket != "B" || u.Until.Sub(tc.opened.Add(SettleAfterOpen)).Abs() > time.Second || !errors.Is(u.Err, jetstream.ErrStreamNotFound) && !errors.Is(u.Err, nats.ErrStreamNotFound) {
+				t.Errorf("%s: told %+v, want bucket B, until %s, \"stream not found\"", tc.name, u, tc.opened.Add(SettleAfterOpen))
+			}
+		}
+	}
+}
+
+// The retry budget bounds the asking again: with a budget shorter than
+// SettleAfterOpen, "not found" is final once the budget is spent.
+func TestSettleAfterBudget(t *testing.T) {
+	ctx := WithRetry(context.Background(), 300*time.Millisecond, nil)
+	start := time.Now()
+	calls := 0
+	err := settleAfter(ctx, "B", start, func() error { calls++; return jetstream.ErrStreamNotFound })
+	if !errors.Is(err, jetstream.ErrStreamNotFound) || calls < 2 || time.Since(start) >= SettleAfterOpen {
+		t.Fatalf("%d calls over %s, error %v; want a few, ended by the 300ms budget before %s", calls, time.Since(start), err, SettleAfterOpen)
 	}
 }
 
@@ -58,6 +79,8 @@ func (k *notYetKV) answer() error {
 	}
 	return nil
 }
+
+func (k *notYetKV) Bucket() string { return "B" }
 
 func (k *notYetKV) Status(context.Context) (jetstream.KeyValueStatus, error) {
 	return nil, k.answer()

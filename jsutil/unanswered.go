@@ -20,6 +20,10 @@ type Unanswered struct {
 	Until time.Time
 	// Err is the last request's error.
 	Err error
+	// Bucket, when set, names a bucket just opened whose read the server
+	// answered "stream not found" (see OpenKV): the request was
+	// answered, but that answer is asked again for a moment.
+	Bucket string
 }
 
 type retryKey struct{}
@@ -60,6 +64,11 @@ func RetryFor(ctx context.Context) time.Duration {
 // once the outage has lasted ctx's whole budget (see WithRetry). If so, it
 // tells ctx's callback until when the loop will keep asking.
 func AskAgain(ctx context.Context, until time.Time, err error) bool {
+	return askAgain(ctx, until, Unanswered{Err: err})
+}
+
+// askAgain is AskAgain reporting u (its Until set to the loop's end).
+func askAgain(ctx context.Context, until time.Time, u Unanswered) bool {
 	s, ok := ctx.Value(retryKey{}).(retrySettings)
 	if !ok {
 		return true
@@ -81,7 +90,8 @@ func AskAgain(ctx context.Context, until time.Time, err error) bool {
 		}
 	}
 	if s.report != nil {
-		s.report(Unanswered{Until: until, Err: err})
+		u.Until = until
+		s.report(u)
 	}
 	return true
 }
