@@ -15,6 +15,9 @@ import (
 // bucket was opened, and says so to the retry callback each time; any
 // other error, and "not found" later, is final at once, unsaid.
 func TestSettleAfter(t *testing.T) {
+	// justNow is an opening whose window outlasts the test however slow
+	// the machine: an hour from now, plus SettleAfterOpen.
+	justNow := time.Now().Add(time.Hour)
 	for _, tc := range []struct {
 		name   string
 		opened time.Time
@@ -22,12 +25,12 @@ func TestSettleAfter(t *testing.T) {
 		calls  int
 		ok     bool
 	}{
-		{"just opened, not found twice", time.Now(), []error{jetstream.ErrStreamNotFound, nats.ErrStreamNotFound}, 3, true},
-		{"just opened, another error", time.Now(), []error{jetstream.ErrBucketExists}, 1, false},
+		{"just opened, not found twice", justNow, []error{jetstream.ErrStreamNotFound, nats.ErrStreamNotFound}, 3, true},
+		{"just opened, another error", justNow, []error{jetstream.ErrBucketExists}, 1, false},
 		{"opened long ago, not found", time.Now().Add(-time.Hour), []error{jetstream.ErrStreamNotFound}, 1, false},
 	} {
 		var told []Unanswered
-		ctx := WithRetry(context.Background(), time.Minute, func(u Unanswered) { told = append(told, u) })
+		ctx := WithRetry(context.Background(), 2*time.Hour, func(u Unanswered) { told = append(told, u) }) // a budget past the window
 		calls := 0
 		err := settleAfter(ctx, "B", tc.opened, func() error {
 			calls++
@@ -53,15 +56,14 @@ func TestSettleAfter(t *testing.T) {
 	}
 }
 
-// The retry budget bounds the asking again: with a budget shorter than
-// SettleAfterOpen, "not found" is final once the budget is spent.
+// The retry budget bounds the asking again: opened in an hour, the
+// settle window would keep asking for an hour; the 300ms budget ends it.
 func TestSettleAfterBudget(t *testing.T) {
 	ctx := WithRetry(context.Background(), 300*time.Millisecond, nil)
-	start := time.Now()
 	calls := 0
-	err := settleAfter(ctx, "B", start, func() error { calls++; return jetstream.ErrStreamNotFound })
-	if !errors.Is(err, jetstream.ErrStreamNotFound) || calls < 2 || time.Since(start) >= SettleAfterOpen {
-		t.Fatalf("%d calls over %s, error %v; want a few, ended by the 300ms budget before %s", calls, time.Since(start), err, SettleAfterOpen)
+	err := settleAfter(ctx, "B", time.Now().Add(time.Hour), func() error { calls++; return jetstream.ErrStreamNotFound })
+	if !errors.Is(err, jetstream.ErrStreamNotFound) || calls < 2 {
+		t.Fatalf("%d calls, error %v; want it asked again, then \"not found\" once the budget was spent", calls, err)
 	}
 }
 
@@ -103,7 +105,9 @@ func (k *notYetKV) WatchAll(context.Context, ...jetstream.WatchOpt) (jetstream.K
 }
 
 // Every read of a bucket OpenKV returns (Status, Get, the watches) asks
-// again after "not found" just after the opening, and not later.
+// again after "not found" just after the opening (here an opening an hour
+// from now, so that the window outlasts the test however slow the
+// machine), and not later.
 func TestSettledKVReads(t *testing.T) {
 	ctx := context.Background()
 	reads := map[string]func(jetstream.KeyValue) error{
@@ -118,7 +122,7 @@ func TestSettledKVReads(t *testing.T) {
 	}
 	for name, read := range reads {
 		fresh := &notYetKV{left: 2}
-		if err := read(&settledKV{KeyValue: fresh, opened: time.Now()}); err != nil || fresh.left != 0 {
+		if err := read(&settledKV{KeyValue: fresh, opened: time.Now().Add(time.Hour)}); err != nil || fresh.left != 0 {
 			t.Errorf("%s just after the opening: %v, %d answers left; want it asked until it answered", name, err, fresh.left)
 		}
 		old := &notYetKV{left: 2}
