@@ -415,19 +415,15 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 	if err != nil {
 		return nil, nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 	}
-	// The watch creates its consumer with a request bounded by the
-	// context alone.
-	wctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	prior := s.js.Conn().LastError()
-	w, err := kv.Watch(wctx, jsutil.KeyToken(stream)+".*", jetstream.IgnoreDeletes())
+	w, stop, err := jsutil.WatchKV(ctx, kv, requestTimeout, jsutil.KeyToken(stream)+".*", jetstream.IgnoreDeletes())
 	if err != nil {
 		if derr := s.watchDenied(prior); derr != nil {
 			err = derr
 		}
 		return nil, nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 	}
-	defer jsutil.StopWatch(w)
+	defer stop()
 	out := []*Intent{}
 	timer := time.NewTimer(requestTimeout)
 	defer timer.Stop()
@@ -441,7 +437,10 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 			if err := s.watchDenied(prior); err != nil {
 				return nil, nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 			}
-		case e := <-w.Updates():
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, nil, jsutil.Errorf(jsutil.ErrConnection, "read intent records of stream %q from %q: the watch ended before it was up to date", stream, s.bucket)
+			}
 			if e == nil {
 				out, err := s.confirm(ctx, kv, out)
 				if err != nil {
