@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,8 +49,8 @@ func Execute(ctx context.Context, js jetstream.JetStream, plan *Plan, opts Optio
 	n := len(plan.Changes)
 	errs := make([]error, n)
 	var stop atomic.Bool
-	var mu sync.Mutex
-	done := 0
+	t := jsutil.NewTally(p.opts.Progress, n)
+	t.Start()
 	run := func(i int) {
 		c := plan.Changes[i]
 		if err := x.executeOne(ctx, plan, c); err != nil {
@@ -59,13 +58,8 @@ func Execute(ctx context.Context, js jetstream.JetStream, plan *Plan, opts Optio
 			errs[i] = err
 			stop.Store(true)
 		}
-		mu.Lock()
-		done++
-		d := done
-		mu.Unlock()
-		p.progress(d, n)
+		t.Step()
 	}
-	p.progress(0, n)
 	run(0)
 	var g errgroup.Group
 	g.SetLimit(opts.Concurrency)

@@ -206,8 +206,6 @@ type planner struct {
 	srcOnce sync.Once
 	src     *consumerState
 	srcErr  error
-
-	progressMu sync.Mutex
 }
 
 // newPlanner loads stream. Its errors are the raw ones: each caller says
@@ -227,25 +225,14 @@ func newPlanner(ctx context.Context, js jetstream.JetStream, stream string, opts
 	}, nil
 }
 
-// progress reports done of total to Options.Progress.
-func (p *planner) progress(done, total int) {
-	if p.opts.Progress == nil {
-		return
-	}
-	p.progressMu.Lock()
-	defer p.progressMu.Unlock()
-	p.opts.Progress(done, total)
-}
-
 // each runs fn for i in 0..n-1, at most Options.Concurrency at once, and
 // reports progress. It returns the error of the lowest i that failed.
 func (p *planner) each(ctx context.Context, n int, fn func(i int) error) error {
 	errs := make([]error, n)
 	var g errgroup.Group
 	g.SetLimit(p.opts.Concurrency)
-	var mu sync.Mutex
-	done := 0
-	p.progress(0, n)
+	t := jsutil.NewTally(p.opts.Progress, n)
+	t.Start()
 	for i := 0; i < n; i++ {
 		if ctx.Err() != nil {
 			errs[i] = ctx.Err()
@@ -253,11 +240,7 @@ func (p *planner) each(ctx context.Context, n int, fn func(i int) error) error {
 		}
 		g.Go(func() error {
 			errs[i] = fn(i)
-			mu.Lock()
-			done++
-			d := done
-			mu.Unlock()
-			p.progress(d, n)
+			t.Step()
 			return nil
 		})
 	}

@@ -235,7 +235,7 @@ type timelineRun struct {
 	bounds   []time.Time
 	end      uint64 // the position past the last message
 	seek     []int  // boundaries that need a request
-	progress *timelineProgress
+	progress *jsutil.Tally
 
 	mu        sync.Mutex
 	positions []uint64          // per boundary
@@ -263,7 +263,7 @@ func newTimelineRun(js jetstream.JetStream, g *apiGetter, s *searcher, strategy 
 	for _, pos := range r.positions {
 		r.addPosition(pos)
 	}
-	r.progress = &timelineProgress{fn: progress, total: len(r.seek) + len(r.unique)}
+	r.progress = jsutil.NewTally(progress, len(r.seek)+len(r.unique))
 	return r
 }
 
@@ -293,11 +293,11 @@ func (r *timelineRun) seekBounds(ctx context.Context) error {
 				r.positions[i] = m.Sequence
 			}
 			if r.addPosition(r.positions[i]) {
-				r.progress.grow()
+				r.progress.Grow()
 			}
 		}
 		r.mu.Unlock()
-		r.progress.step()
+		r.progress.Step()
 		return err
 	})
 }
@@ -315,7 +315,7 @@ func (r *timelineRun) countPositions(ctx context.Context) error {
 			r.requests++
 		}
 		r.mu.Unlock()
-		r.progress.step()
+		r.progress.Step()
 		return err
 	})
 }
@@ -339,30 +339,6 @@ func (r *timelineRun) fillBuckets(shown []time.Time) {
 		res.Buckets = append(res.Buckets, Bucket{Start: start, End: end, Count: c, Sequence: r.positions[i]})
 		res.Total += c
 	}
-}
-
-// timelineProgress reports a timeline's progress, one call at a time.
-type timelineProgress struct {
-	mu          sync.Mutex
-	fn          func(done, total int)
-	done, total int
-}
-
-// grow adds one step still to do.
-func (p *timelineProgress) grow() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.total++
-}
-
-func (p *timelineProgress) step() {
-	if p.fn == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.done++
-	p.fn(p.done, p.total)
 }
 
 // parallel runs do(ctx, k) for k in [0, n) with at most TimelineConcurrency
