@@ -21,7 +21,11 @@ func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, strin
 	stream := p.info.Config.Name
 	why := p.streamRecreated(m.StreamCreated, "the position was saved")
 	if m.StreamCreated == nil && m.FloorTime != nil && m.Seq > 1 {
-		if t := p.msgTime(ctx, m.Seq-1); t != nil && !t.Equal(*m.FloorTime) {
+		t, err := p.msgTimeErr(ctx, m.Seq-1)
+		if err != nil {
+			c.warn("could not check the saved position against stream %q: %v", stream, err)
+		}
+		if t != nil && !t.Equal(*m.FloorTime) {
 			why = fmt.Sprintf("stream %q holds a message of %s at sequence %d now, not the saved one of %s (the stream was deleted and created again, or the position was saved elsewhere)",
 				stream, timeText(t), m.Seq-1, timeText(m.FloorTime))
 		}
@@ -33,6 +37,9 @@ func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, strin
 		return m.Seq, why
 	}
 	c.ByTime = true
+	if m.FloorTimeUnknown {
+		return m.Seq, fmt.Sprintf("the time of the saved ack floor (sequence %d) is unknown: it could not be read when the position was saved, so it cannot be restored by time; restore it by sequence (without --by-time)", m.Seq-1)
+	}
 	if m.FloorTime == nil || m.Seq <= 1 {
 		first := max(p.info.State.FirstSeq, 1)
 		c.warn("restored by time: no saved ack floor time, so from the stream's first message (%d)", first)
@@ -56,7 +63,10 @@ func (p *planner) noteMove(c *Change, m Move, refusal string) {
 	if c.ByTime {
 		c.Reason = "by time: " + c.Reason
 	}
-	if refusal != "" {
+	switch {
+	case refusal != "" && c.ByTime:
+		c.refuse(jsutil.ErrConflict, "%s", refusal)
+	case refusal != "":
 		c.refuse(jsutil.ErrConflict, "%s; pass --by-time to restore the position by its saved time", refusal)
 	}
 }
