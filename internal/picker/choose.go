@@ -225,7 +225,7 @@ func (m *Model) listView() []string {
 	switch {
 	case m.listErr != nil:
 		foot = append(foot, "")
-		foot = append(foot, wrap("error: "+m.listErr.Error(), m.width, "  ")...)
+		foot = append(foot, wrap("error: "+safe(m.listErr.Error()), m.width, "  ")...)
 	case !m.loading && len(names) == 0:
 		foot = append(foot, "", "(none)")
 	}

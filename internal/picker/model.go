@@ -378,7 +378,7 @@ func (m *Model) onConsumers(msg consumersMsg) (tea.Model, tea.Cmd) {
 		}
 	}
 	if m.cons == nil && msg.err == nil {
-		m.listErr = errorf("consumer %q not found on stream %q", esc(m.consumer), esc(m.stream))
+		m.listErr = errorf("consumer %q not found on stream %q", m.consumer, m.stream)
 		return m, nil
 	}
 	if m.cons == nil {
@@ -494,7 +494,7 @@ func (m *Model) onInputKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if m.input == inputFilter {
 			if text != "" {
 				if err := jsutil.CheckSubjectFilter("the preview filter", text); err != nil {
-					m.inputErr = err.Error()
+					m.inputErr = safe(err.Error())
 					return m, nil
 				}
 			}
@@ -507,7 +507,7 @@ func (m *Model) onInputKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		t, err := m.src.ParseTime(text)
 		if err != nil {
-			m.inputErr = err.Error()
+			m.inputErr = safe(err.Error())
 			return m, nil
 		}
 		m.input = inputNone

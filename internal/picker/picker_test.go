@@ -365,11 +365,17 @@ func TestNotices(t *testing.T) {
 	if strings.Contains(m.Render(), "asking again") {
 		t.Fatalf("the notice stays after the server answered:\n%s", m.Render())
 	}
+	m.Update(Notice{Text: "warning: record of \u202eevil\x1b[2J"})
+	if s := checkScreen(t, m, `record of \u202eevil\u001b[2J`); strings.ContainsAny(s, "\u202e\x1b") {
+		t.Fatalf("a notice reaches the terminal unescaped:\n%q", s)
+	}
 	f.mu.Lock()
-	f.fail = errors.New(`seek stream "ORDERS": permission denied (publish to "$JS.API.STREAM.MSG.GET.ORDERS")`)
+	f.fail = errors.New("seek stream \"ORDERS\": permission denied (publish to \"$JS.API.STREAM.MSG.GET.ORDERS\") \u202e")
 	f.mu.Unlock()
 	key(m, "left")
-	checkScreen(t, m, "error: seek stream", "permission denied")
+	if s := checkScreen(t, m, "error: seek stream", "permission denied", `\u202e`); strings.Contains(s, "\u202e") {
+		t.Fatalf("an error reaches the terminal unescaped:\n%q", s)
+	}
 	if strings.Contains(m.Render(), "looking up") {
 		t.Fatalf("a failed lookup still spins:\n%s", m.Render())
 	}
@@ -381,6 +387,7 @@ func TestChooseAndLeave(t *testing.T) {
 	f := newFake()
 	long := "A_STREAM_WITH_A_VERY_LONG_NAME_THAT_GOES_ON_AND_ON"
 	f.streams = append(f.streams, StreamRow{Name: long, Messages: 12345678, First: base, Last: base}, StreamRow{Name: "E\u202eX\x1b[2J"})
+	f.consumers = append(f.consumers, ConsumerRow{Name: "E\x1b[2J"})
 	m := newModel(t, f, Config{Kind: ForReset, Color: true})
 	s := checkScreen(t, m, "ORDERS", "OTHER", "2 streams of KV buckets and object stores hidden", `E\u202eX\u001b[2J`)
 	if strings.Contains(s, "KV_JSCTL") || strings.Contains(s, "OBJ_files") || strings.Contains(s, "\u202e") {
@@ -412,7 +419,7 @@ func TestChooseAndLeave(t *testing.T) {
 		t.Fatalf("the filter keeps OTHER:\n%s", s)
 	}
 	key(m, "enter")
-	s = checkScreen(t, m, "audit", "billing", "CONSUMER", "DELIVERED", "ACK FLOOR", "PENDING", "PAUSED", "FILTER", "orders.us")
+	s = checkScreen(t, m, "audit", "billing", "CONSUMER", "DELIVERED", "ACK FLOOR", "PENDING", "PAUSED", "FILTER", "orders.us", `E\u001b[2J`)
 	if strings.Contains(s, "PENDING PAUSED") {
 		t.Fatalf("the consumer list's headers run together:\n%s", s)
 	}

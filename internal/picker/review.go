@@ -24,7 +24,7 @@ func (m *Model) reviewLayout() (top, body, foot []string, room int) {
 	top = append(top, "")
 	switch {
 	case m.reviewErr != nil:
-		body = wrap("error: "+m.reviewErr.Error(), w, "  ")
+		body = wrap("error: "+safe(m.reviewErr.Error()), w, "  ")
 		foot = flow([]string{"n/Esc back", "q quit"}, w)
 	case m.review == nil:
 		body = []string{"planning…"}

@@ -3,6 +3,8 @@ package picker
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/jsctl/jsctl/jsutil"
@@ -19,6 +21,27 @@ func errorf(format string, args ...any) error { return fmt.Errorf(format, args..
 func esc(s string) string {
 	out, _ := jsutil.Escape([]byte(s), 0)
 	return out
+}
+
+// safe shows text that may hold names from the server (an error, a
+// notice) with its unprintable characters escaped as \uXXXX; the rest,
+// backslashes included, as it is.
+func safe(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			b.WriteString(`\ufffd`)
+		case !unicode.IsPrint(r) && r != ' ':
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // width is s's width in terminal cells (colour sequences take none).

@@ -145,7 +145,7 @@ func (m *Model) strip() []string {
 	tl := m.timeline
 	if tl == nil || m.tlShown.filter != m.fkey() {
 		if m.tlErr != nil {
-			return out(wrap("timeline"+within+": "+m.tlErr.Error(), m.width, "  ")...)
+			return out(wrap("timeline"+within+": "+safe(m.tlErr.Error()), m.width, "  ")...)
 		}
 		s := "timeline" + within + ":" + m.spinText(m.tlSince)
 		if p := m.tlProgress; p.Total > 0 {
@@ -249,14 +249,14 @@ func (m *Model) footLines() []string {
 	}
 	switch {
 	case m.listErr != nil:
-		foot = append(foot, wrap("error: "+m.listErr.Error(), w, "  ")...)
+		foot = append(foot, wrap("error: "+safe(m.listErr.Error()), w, "  ")...)
 	case m.lookErr != nil:
-		foot = append(foot, wrap("error: "+m.lookErr.Error(), w, "  ")...)
+		foot = append(foot, wrap("error: "+safe(m.lookErr.Error()), w, "  ")...)
 	case m.recvErr != nil && m.settled():
-		foot = append(foot, wrap("error: "+m.recvErr.Error(), w, "  ")...)
+		foot = append(foot, wrap("error: "+safe(m.recvErr.Error()), w, "  ")...)
 	}
 	if m.notice != "" {
-		foot = append(foot, wrap(m.style("1;33", m.notice), w, "  ")...)
+		foot = append(foot, wrap(m.style("1;33", safe(m.notice)), w, "  ")...)
 	}
 	if m.flash != "" {
 		foot = append(foot, wrap(m.flash, w, "  ")...)
@@ -298,7 +298,7 @@ func (m *Model) planLine() string {
 	pl, ok := m.plans[rc.seq]
 	switch {
 	case !ok && m.planErr != nil:
-		return "Plan: " + m.planErr.Error()
+		return "Plan: " + safe(m.planErr.Error())
 	case !ok:
 		if since, asked := m.planAsked[rc.seq]; asked {
 			return "Plan: …" + m.spinText(since)
@@ -418,7 +418,15 @@ func (m *Model) aroundRows() ([]string, int) {
 		sizeW = max(sizeW, len(strconv.Itoa(n.Size)))
 	}
 	const timeLayout = "15:04:05.000000"
-	subjW := max(m.width-(2+2+seqW+2+len(timeLayout)+2+2+sizeW+2), 8)
+	const noMsg = "(no message: the position shown)"
+	subjW := 0
+	for _, n := range l {
+		subjW = max(subjW, width(esc(n.Subject)))
+	}
+	if m.curMsg == nil {
+		subjW = max(subjW, width(noMsg))
+	}
+	subjW = max(min(subjW, m.width-(2+2+seqW+2+len(timeLayout)+2+2+sizeW+2)), 8)
 	row := func(mark, seq, t, subj, size string) string {
 		return strings.TrimRight(fmt.Sprintf("  %s%s  %s  %s  %s", mark, padLeft(seq, seqW), padRight(t, len(timeLayout)), padRight(fit(subj, subjW), subjW), padLeft(size, sizeW+2)), " ")
 	}
@@ -428,7 +436,7 @@ func (m *Model) aroundRows() ([]string, int) {
 	for _, n := range l {
 		if !placed && n.Sequence >= m.curPos {
 			at, placed = len(rows), true
-			rows = append(rows, row(m.style("1;33", "> "), strconv.FormatUint(m.curPos, 10), "–", "(no message: the position shown)", ""))
+			rows = append(rows, row(m.style("1;33", "> "), strconv.FormatUint(m.curPos, 10), "–", noMsg, ""))
 		}
 		mark := "  "
 		if m.curMsg != nil && n.Sequence == m.curPos {
@@ -438,7 +446,7 @@ func (m *Model) aroundRows() ([]string, int) {
 	}
 	if !placed {
 		at = len(rows)
-		rows = append(rows, row(m.style("1;33", "> "), strconv.FormatUint(m.curPos, 10), "–", "(no message: the position shown)", ""))
+		rows = append(rows, row(m.style("1;33", "> "), strconv.FormatUint(m.curPos, 10), "–", noMsg, ""))
 	}
 	return rows, at
 }
