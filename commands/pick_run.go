@@ -104,7 +104,11 @@ func runPickReset(ctx context.Context, env *Env, req pickRequest) error {
 		return err
 	}
 	src := &picker.JetStreamSource{JS: cl.JS, Opts: req.opts, Since: since, Until: until, Now: env.Now, Parse: env.ParseTime, Explain: cl.Explain}
-	m := picker.New(ctx, src, picker.Config{
+	// The picker's requests end with it: none is left to say on stderr
+	// that it asks again once the screen is gone.
+	pickCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	m := picker.New(pickCtx, src, picker.Config{
 		Kind: picker.ForReset, Stream: req.stream, Consumer: req.consumer, Preview: req.flags.Subject, AllStreams: req.all,
 		Mode: seek.Mode(req.flags.Mode), Start: at, Loc: p.Loc, Color: colorAllowed(), ShowMessages: req.flags.ShowMessages,
 		RenderPlan: func(pl *reset.Plan, width int) string {
@@ -115,6 +119,7 @@ func runPickReset(ctx context.Context, env *Env, req pickRequest) error {
 		},
 	})
 	out, err := runTUI(ctx, env, m, src)
+	stop()
 	switch {
 	case errors.Is(err, errPickerStopped):
 		return leftPicker(env, "%s: stopped; nothing changed", req.what)
@@ -151,10 +156,13 @@ func runPickSeek(ctx context.Context, env *Env, c *SeekCmd) error {
 		return err
 	}
 	src := &picker.JetStreamSource{JS: cl.JS, Now: env.Now, Parse: env.ParseTime, Explain: cl.Explain}
-	m := picker.New(ctx, src, picker.Config{
+	pickCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	m := picker.New(pickCtx, src, picker.Config{
 		Kind: picker.ForSeek, Stream: c.Stream, Preview: c.Subject, Mode: seek.Mode(c.Mode), Start: at, Loc: p.Loc, Color: colorAllowed(),
 	})
 	out, err := runTUI(ctx, env, m, src)
+	stop()
 	switch {
 	case errors.Is(err, errPickerStopped):
 		return leftPicker(env, "jsctl seek --interactive: stopped without choosing a time")
