@@ -73,8 +73,12 @@ type Client struct {
 // noteAsyncError records a permissions violation reported asynchronously by
 // the server. A request whose publish was denied gets no answer, so this is
 // the only trace of why it timed out.
-func (c *Client) noteAsyncError(err error) {
-	c.refusals.Note(err)
+func (c *Client) noteAsyncError(nc *nats.Conn, err error) {
+	inbox := nats.InboxPrefix
+	if nc != nil && nc.Opts.InboxPrefix != "" {
+		inbox = nc.Opts.InboxPrefix + "."
+	}
+	c.refusals.Note(err, inbox)
 }
 
 // Explain returns err classed as a permission error when it is a timeout or
@@ -328,7 +332,7 @@ func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 	}
 	nopts := []nats.Option{
 		nats.Name(name), nats.Timeout(o.Timeout), nats.MaxReconnects(-1), nats.NoCallbacksAfterClientClose(),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { c.noteAsyncError(err) }),
+		nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) { c.noteAsyncError(nc, err) }),
 	}
 	if o.inboxPrefix != "" {
 		nopts = append(nopts, nats.CustomInboxPrefix(o.inboxPrefix))

@@ -151,20 +151,23 @@ func RefusalsOf(ctx context.Context) *Refusals {
 }
 
 // Note records err when it is a permissions violation the server reported
-// (a connection's error handler calls it), and ends at once the requests
-// waiting for an answer that it refuses.
-func (r *Refusals) Note(err error) {
+// (a connection's error handler calls it, with the connection's reply
+// inbox prefix, "_INBOX." by default), and ends at once the requests
+// waiting for an answer that it refuses: those to the refused publish
+// subject or, for a refused subscription to a reply inbox, all of them
+// (no answer can come). A refused subscription to another subject ends
+// none.
+func (r *Refusals) Note(err error, inbox string) {
 	if r == nil || err == nil || !errors.Is(err, nats.ErrPermissionViolation) {
 		return
 	}
 	subject := DeniedSubject(err)
+	replies := subject == "" && inbox != "" && strings.Contains(err.Error(), `for Subscription to "`+inbox)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.list = append(r.list, &refusal{subject: subject, err: err})
 	for id, w := range r.waiters {
-		// A refused subscription is one of the reply inboxes: no request
-		// gets an answer then.
-		if subject == "" || w.subject == subject {
+		if replies || subject != "" && w.subject == subject {
 			w.cancel(refusalError(subject, err))
 			delete(r.waiters, id)
 		}

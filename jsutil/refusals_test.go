@@ -224,3 +224,31 @@ func TestExplainBlamesOnlyUnhandled(t *testing.T) {
 		t.Fatalf("explained: %v; want the refusal of the bucket's stream info alone", err)
 	}
 }
+
+// TestRefusalEndsOnlyItsRequests: a refused publish ends the requests to
+// that subject; a refused subscription ends every request only when it is
+// to the reply inboxes (no answer can come), not when it is to another
+// subject (an advisory a consume run listens to).
+func TestRefusalEndsOnlyItsRequests(t *testing.T) {
+	ctx := jsutil.WithRefusals(context.Background(), nil)
+	r := jsutil.RefusalsOf(ctx)
+	violation := func(what string) error {
+		return fmt.Errorf("%w: Permissions Violation for %s", nats.ErrPermissionViolation, what)
+	}
+	a, stopA := jsutil.EndOnRefusal(ctx, "$JS.API.A")
+	defer stopA()
+	b, stopB := jsutil.EndOnRefusal(ctx, "$JS.API.B")
+	defer stopB()
+	r.Note(violation(`Publish to "$JS.API.A"`), nats.InboxPrefix)
+	r.Note(violation(`Subscription to "$JS.EVENT.ADVISORY.X"`), nats.InboxPrefix)
+	if err := jsutil.RefusedCause(a, context.Canceled); a.Err() == nil || !errors.Is(err, jsutil.ErrPermission) || !strings.Contains(err.Error(), `"$JS.API.A"`) {
+		t.Errorf("the refused request: ended %v, cause %v", a.Err(), err)
+	}
+	if b.Err() != nil {
+		t.Errorf("another subject's request ended: %v", context.Cause(b))
+	}
+	r.Note(violation(`Subscription to "_INBOX.abc.*"`), nats.InboxPrefix)
+	if b.Err() == nil || !errors.Is(context.Cause(b), jsutil.ErrPermission) {
+		t.Errorf("a refused reply inbox did not end the request: %v", context.Cause(b))
+	}
+}

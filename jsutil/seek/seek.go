@@ -229,42 +229,36 @@ type searcher struct {
 	loaded bool
 	// rounds counts message-get requests (for tests and benchmarks).
 	rounds int
-	// seen holds the time of every message a request answered with.
-	seen map[uint64]time.Time
+	// seen holds the timestamp of every message a request answered with,
+	// in the order read (repeats included).
+	seen []Stamp
 }
 
 // note records the timestamp of a message read.
 func (s *searcher) note(m *Message) {
-	if m == nil {
-		return
+	if m != nil {
+		s.seen = append(s.seen, Stamp{Sequence: m.Sequence, Time: m.Time})
 	}
-	if s.seen == nil {
-		s.seen = map[uint64]time.Time{}
-	}
-	s.seen[m.Sequence] = m.Time
 }
 
 // stamps are the timestamps seen, with the stream's first and last
-// message as its state reports them, in sequence order.
+// message as its state reports them, in sequence order, each once.
 func (s *searcher) stamps() []Stamp {
-	all := map[uint64]time.Time{}
+	out := make([]Stamp, 0, len(s.seen)+2)
 	if st := s.state; st.Msgs > 0 {
 		if !st.FirstTime.IsZero() && st.FirstSeq > 0 {
-			all[st.FirstSeq] = st.FirstTime
+			out = append(out, Stamp{Sequence: st.FirstSeq, Time: st.FirstTime})
 		}
 		if !st.LastTime.IsZero() && st.LastSeq > 0 {
-			all[st.LastSeq] = st.LastTime
+			out = append(out, Stamp{Sequence: st.LastSeq, Time: st.LastTime})
 		}
 	}
-	for seq, t := range s.seen {
-		all[seq] = t
+	out = append(out, s.seen...)
+	for i := range out {
+		out[i].Time = out[i].Time.UTC()
 	}
-	out := make([]Stamp, 0, len(all))
-	for seq, t := range all {
-		out = append(out, Stamp{Sequence: seq, Time: t.UTC()})
-	}
-	slices.SortFunc(out, func(a, b Stamp) int { return cmp.Compare(a.Sequence, b.Sequence) })
-	return out
+	slices.SortStableFunc(out, func(a, b Stamp) int { return cmp.Compare(a.Sequence, b.Sequence) })
+	return slices.CompactFunc(out, func(a, b Stamp) bool { return a.Sequence == b.Sequence })
 }
 
 // stepsBack finds, in stamps sorted by sequence, each timestamp lower than

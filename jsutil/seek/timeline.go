@@ -294,9 +294,7 @@ func newTimelineRun(js jetstream.JetStream, g *apiGetter, s *searcher, strategy 
 
 // note keeps the timestamps ws read. The caller holds mu, or is alone.
 func (r *timelineRun) note(ws *searcher) {
-	for seq, t := range ws.seen {
-		r.seen.note(&Message{Sequence: seq, Time: t})
-	}
+	r.seen.seen = append(r.seen.seen, ws.seen...)
 }
 
 // addPosition notes a position to count from; it says whether it is new.
