@@ -114,14 +114,17 @@ type seekOriginJSON struct {
 	Exact             bool   `json:"exact"`
 	Reason            string `json:"reason,omitempty"`
 	OriginUnreachable bool   `json:"origin_unreachable"`
-	Requests          int    `json:"requests"`
+	// OriginCreated is the origin incarnation the replica's copies were
+	// held against (null: not known, not checked).
+	OriginCreated *time.Time `json:"origin_created"`
+	Requests      int        `json:"requests"`
 }
 
 func seekOriginJSONOf(r *seek.Result, tr *replica.Result) seekOriginJSON {
 	out := seekOriginJSON{
 		seekJSON: seekJSONOf(r), Origin: tr.Origin, OriginSeq: tr.OriginSeq, FromSeq: tr.FromSeq,
-		Method: string(tr.Method), Exact: tr.Method != replica.ByTime, Reason: tr.Reason,
-		OriginUnreachable: tr.OriginUnreachable, Requests: tr.Requests,
+		Method: string(tr.Method), Exact: tr.Exact, Reason: tr.Reason,
+		OriginUnreachable: tr.OriginUnreachable, OriginCreated: tr.OriginCreated, Requests: tr.Requests,
 	}
 	out.Strategy = "origin"
 	if r.Target.IsZero() {
@@ -138,6 +141,10 @@ func seekOriginJSONOf(r *seek.Result, tr *replica.Result) seekOriginJSON {
 
 // methodText says how the position was found, in words.
 func methodText(tr *replica.Result) string {
+	switch {
+	case tr.Method != replica.ByTime && !tr.Exact:
+		return string(tr.Method) + " (not exact: " + tr.Reason + ")"
+	}
 	switch tr.Method {
 	case replica.Mirror:
 		return "mirror (exact: a mirror stores each message at its origin sequence)"
