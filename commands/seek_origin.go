@@ -203,16 +203,30 @@ func printSeekOrigin(p *Printer, r *seek.Result, tr *replica.Result, around int)
 
 // neighbourOrigin is where a neighbour came from: "ORIGIN:SEQ" (a mirror's
 // own sequence, or its Nats-Stream-Source header), "-" when not recorded.
+//
+// A copy of an earlier stream of the origin's name (deleted and created
+// again since: jsutil.Identity.CopyOf against the origin the translation
+// was held against) is marked "(earlier)".
 func neighbourOrigin(m seek.Message, tr *replica.Result) string {
+	earlier := func(ident string) string {
+		if same, known := jsutil.RecordedStream(tr.Origin, tr.OriginCreated).CopyOf(ident, m.Time); known && !same {
+			return " (earlier)"
+		}
+		return ""
+	}
 	if tr.Method == replica.Mirror {
-		return tr.Origin + ":" + strconv.FormatUint(m.Sequence, 10)
+		return tr.Origin + ":" + strconv.FormatUint(m.Sequence, 10) + earlier("")
 	}
 	for k, v := range m.Header {
 		if strings.EqualFold(k, "Nats-Stream-Source") && len(v) > 0 {
 			f := strings.Fields(v[0])
 			if len(f) >= 2 {
 				name, _, _ := strings.Cut(f[0], ":")
-				return Escape(name) + ":" + f[1]
+				mark := ""
+				if name == tr.Origin {
+					mark = earlier(jsutil.SourceIdentity(v[0]))
+				}
+				return Escape(name) + ":" + f[1] + mark
 			}
 		}
 	}

@@ -215,7 +215,7 @@ func plan(ctx context.Context, origin replica.Side, snap *positions.Snapshot, na
 			return nil, jsutil.Errorf(jsutil.ErrNotFound, "%s: snapshot %q holds no consumer %q of %q", action, snapshot, n, origin.Stream)
 		}
 	}
-	created := tinfo.Created.UTC()
+	created := jsutil.TimePtr(tinfo.Created)
 	var moves []reset.Move
 	for _, cs := range saved {
 		cp, m, err := copyOne(ctx, origin, target, tinfo, v, cs, opts)
@@ -225,7 +225,7 @@ func plan(ctx context.Context, origin replica.Side, snap *positions.Snapshot, na
 		if snapshot != "" {
 			m.From = fmt.Sprintf("snapshot %q (taken on %q)", snapshot, origin.Stream)
 		}
-		m.StreamCreated = &created
+		m.StreamCreated = created
 		out.Copies = append(out.Copies, cp)
 		moves = append(moves, m)
 	}

@@ -132,6 +132,8 @@ func (p *planner) planRebuild(ctx context.Context, name string) (*Change, error)
 	if err := p.completeCreate(ctx, c, cfg, rec.From.AckFloor+1, why); err != nil {
 		return nil, err
 	}
+	// What the history record holds is what is created: shown in full.
+	c.noteConfigDiff(DefaultConfig, c.Config, true)
 	p.checkHistory(c, rec, nil)
 	return c, nil
 }

@@ -81,6 +81,8 @@ func Replan(ctx context.Context, js jetstream.JetStream, saved *Plan, opts Optio
 			if err := p.completeCreate(ctx, c, cfg, s.To.Sequence, s.Reason); err != nil {
 				return nil, err
 			}
+			// The file's configuration is what is created: shown in full.
+			c.noteConfigDiff(DefaultConfig, c.Config, true)
 			refuseUnfinished(c, pending)
 			plan.Changes = append(plan.Changes, c)
 			continue
