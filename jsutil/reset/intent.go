@@ -524,10 +524,12 @@ func kvSubject(js jetstream.JetStream, bucket, key string) string {
 // + 1 when it is planned, and a stream's last sequence never goes back (a
 // stream created again since is told by its creation time, and its
 // intents are cleared by recover), so no change recorded such a record.
-// A stream that cannot be read is not checked.
+// The stream's info is read afresh before a record is judged (the
+// planner's may be older than a change started since). A stream that
+// cannot be read is not checked.
 func (s *intents) withinStream(ctx context.Context, stream string, list []*Intent, bad []BadRecord) ([]*Intent, []BadRecord) {
 	info := s.info
-	if info == nil || info.Config.Name != stream {
+	if info == nil || info.Config.Name != stream || slices.ContainsFunc(list, func(in *Intent) bool { return pastEnd(in, info) != "" }) {
 		cctx, cancel := s.ctx(ctx)
 		st, err := s.js.Stream(cctx, stream)
 		cancel()
@@ -536,23 +538,30 @@ func (s *intents) withinStream(ctx context.Context, stream string, list []*Inten
 		}
 		info = st.CachedInfo()
 	}
-	last := info.State.LastSeq
 	out := list[:0]
 	for _, in := range list {
-		why := ""
-		switch {
-		case jsutil.RecordedStream(stream, in.StreamCreated).Differs(jsutil.StreamIdentity(info)):
-			// Another stream's: recover clears it.
-		case in.To.Sequence-1 > last: // To.Sequence is at least 1 (badIntent)
-			why = fmt.Sprintf("its target sequence %d is past the end of stream %q (last sequence %d)", in.To.Sequence, stream, last)
-		case in.Forget != nil && in.Forget.To > last:
-			why = fmt.Sprintf("its ack records to forget reach sequence %d, past the end of stream %q (last sequence %d)", in.Forget.To, stream, last)
-		}
-		if why != "" {
+		if why := pastEnd(in, info); why != "" {
 			bad = append(bad, BadRecord{Bucket: s.bucket, Key: HistoryKey(in.Stream, in.Consumer), Revision: in.revision, Problem: "an intent record that cannot be used: " + why})
 			continue
 		}
 		out = append(out, in)
 	}
 	return out, bad
+}
+
+// pastEnd says which of in's sequences lies past the end of the stream
+// info describes ("" when none does, or in is of another stream of that
+// name, which recover clears).
+func pastEnd(in *Intent, info *jetstream.StreamInfo) string {
+	stream, last := info.Config.Name, info.State.LastSeq
+	switch {
+	case jsutil.RecordedStream(stream, in.StreamCreated).Differs(jsutil.StreamIdentity(info)):
+	case in.To.Sequence-1 > last: // To.Sequence is at least 1 (badIntent)
+		return fmt.Sprintf("its target sequence %d is past the end of stream %q (last sequence %d)", in.To.Sequence, stream, last)
+	case max(in.From.Delivered, in.From.AckFloor) > last:
+		return fmt.Sprintf("its position before the change (delivered %d, ack floor %d) is past the end of stream %q (last sequence %d)", in.From.Delivered, in.From.AckFloor, stream, last)
+	case in.Forget != nil && in.Forget.To > last:
+		return fmt.Sprintf("its ack records to forget reach sequence %d, past the end of stream %q (last sequence %d)", in.Forget.To, stream, last)
+	}
+	return ""
 }
