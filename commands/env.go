@@ -54,6 +54,9 @@ type Env struct {
 	stopsOnSignal bool
 	// waits draws what jsctl waits for on stderr (waits.go).
 	waits *waitLines
+	// notices, when set, gets what jsctl would say on stderr while a
+	// full-screen UI owns the terminal (noticesTo, waits.go).
+	notices func(string)
 }
 
 // Location is the zone of --tz.
