@@ -32,6 +32,10 @@ type Snapshot struct {
 	// Warnings say what Take could not read (a position's time saved as
 	// unknown). They are not part of the document.
 	Warnings []string `json:"-"`
+	// NamedAs is, for a stored document whose name is not the key it is
+	// stored under, the name it gives itself: Name is its key (see
+	// NameWarning). It is not part of the document.
+	NamedAs string `json:"-"`
 }
 
 // StreamSnapshot is one stream's state when the snapshot was taken and its

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jsctl/jsctl/jsutil"
 )
 
 // moveSeq is the sequence a Move goes to and, where its position was saved
@@ -17,16 +15,16 @@ import (
 // instead: the first message after the saved ack floor's time (the
 // stream's first message when none was acknowledged), labelled in the
 // change (ByTime, Reason).
-func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, string) {
+func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, error) {
 	stream := p.info.Config.Name
-	why := p.streamRecreated(m.StreamCreated, "the position was saved")
+	why := p.streamCheck(m.StreamCreated, "the position was saved")
 	if m.StreamCreated == nil && m.FloorTime != nil && m.Seq > 1 {
 		t, err := p.msgTimeErr(ctx, m.Seq-1)
 		if err != nil {
 			c.warn("could not check the saved position against stream %q: %v", stream, err)
 		}
 		if t != nil && !t.Equal(*m.FloorTime) {
-			why = fmt.Sprintf("stream %q holds a message of %s at sequence %d now, not the saved one of %s (the stream was deleted and created again, or the position was saved elsewhere)",
+			why = fmt.Errorf("stream %q holds a message of %s at sequence %d now, not the saved one of %s (the stream was deleted and created again, or the position was saved elsewhere)",
 				stream, timeText(t), m.Seq-1, timeText(m.FloorTime))
 		}
 	}
@@ -38,35 +36,35 @@ func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, strin
 	}
 	c.ByTime = true
 	if m.FloorTimeUnknown {
-		return m.Seq, fmt.Sprintf("the time of the saved ack floor (sequence %d) is unknown: it could not be read when the position was saved, so it cannot be restored by time; restore it by sequence (without --by-time)", m.Seq-1)
+		return m.Seq, fmt.Errorf("the time of the saved ack floor (sequence %d) is unknown: it could not be read when the position was saved, so it cannot be restored by time; restore it by sequence (without --by-time)", m.Seq-1)
 	}
 	if m.FloorTime == nil || m.Seq <= 1 {
 		first := max(p.info.State.FirstSeq, 1)
 		c.warn("restored by time: no saved ack floor time, so from the stream's first message (%d)", first)
-		return first, ""
+		return first, nil
 	}
 	seq, mt, err := p.opts.Seek(ctx, p.js, stream, m.FloorTime.Add(time.Nanosecond), ModeAfter, "")
 	if err != nil {
-		return m.Seq, fmt.Sprintf("could not find the first message after the saved ack floor's time %s: %v", timeText(m.FloorTime), err)
+		return m.Seq, fmt.Errorf("could not find the first message after the saved ack floor's time %s: %w", timeText(m.FloorTime), err)
 	}
 	if !mt.IsZero() {
 		t := mt.UTC()
 		c.To.Time = &t
 	}
 	c.warn("restored by time: the first message after the saved ack floor's time %s is sequence %d (saved: sequence %d)", timeText(m.FloorTime), seq, m.Seq)
-	return seq, ""
+	return seq, nil
 }
 
 // noteMove labels a change planned by time and records a refusal from
 // moveSeq (once the change is complete, so the refusal is its own).
-func (p *planner) noteMove(c *Change, m Move, refusal string) {
+func (p *planner) noteMove(c *Change, m Move, refusal error) {
 	if c.ByTime {
 		c.Reason = "by time: " + c.Reason
 	}
 	switch {
-	case refusal != "" && c.ByTime:
-		c.refuse(jsutil.ErrConflict, "%s", refusal)
-	case refusal != "":
-		c.refuse(jsutil.ErrConflict, "%s; pass --by-time to restore the position by its saved time", refusal)
+	case refusal != nil && c.ByTime:
+		c.refuseWith(refusal, "")
+	case refusal != nil:
+		c.refuseWith(refusal, "; pass --by-time to restore the position by its saved time")
 	}
 }

@@ -32,6 +32,11 @@ type Move struct {
 	// was saved (a refused or unanswered read): Options.ByTime refuses
 	// the move rather than take it for a position without a time.
 	FloorTimeUnknown bool `json:"floor_time_unknown,omitempty"`
+	// Created is when the consumer whose position was saved was created:
+	// one of that name created at another time since is another consumer,
+	// moved all the same (its name is what the position was saved under)
+	// with a warning naming both creation times.
+	Created *time.Time `json:"created,omitempty"`
 }
 
 // PlanMoves plans moving each consumer of stream to its own sequence,
@@ -83,6 +88,9 @@ func PlanMoves(ctx context.Context, js jetstream.JetStream, stream string, moves
 			}
 			if err == nil {
 				p.noteMove(c, m, refusal)
+				if why := jsutil.RecordedConsumer(stream, m.Consumer, m.Created).Check(c.state.identity(), "the position was saved"); why != nil {
+					c.warn("%v: it is moved to the saved position all the same, keeping its own configuration", why)
+				}
 			}
 		}
 		if err != nil {
@@ -128,6 +136,9 @@ func (p *planner) planRebuild(ctx context.Context, name string) (*Change, error)
 	if err := p.completeCreate(ctx, c, cfg, rec.From.AckFloor+1, why); err != nil {
 		return nil, err
 	}
+	// What the history record holds is what is created: shown in full.
+	c.noteConfigDiff(DefaultConfig, c.Config, true)
+	p.checkHistory(c, rec, nil)
 	return c, nil
 }
 
