@@ -193,6 +193,9 @@ func (c *ConsumerCheckCmd) Run(ctx context.Context, env *Env) error {
 		}
 		format = "json"
 	}
+	// A direct get refused and read by message get instead is not said on
+	// stderr: the check's output is its stdout and its exit code.
+	ctx = jsutil.WithRefusals(ctx, nil)
 	rep, err := c.check(ctx, env)
 	if err != nil {
 		switch format {
@@ -302,7 +305,7 @@ func nagiosPerfSummary(rep *positions.Report) []string {
 			if !seen {
 				order = append(order, m.Name)
 			}
-			if !seen || m.Value > w.Value {
+			if !seen || w.Unknown || (!m.Unknown && m.Value > w.Value) {
 				worst[m.Name] = m
 			}
 		}
@@ -401,7 +404,11 @@ func nameWorst(rs []positions.Result, st positions.Status, withStream bool, budg
 // nagiosPerf writes one performance value: 'label'=value[UOM];warn;crit;min;max
 // (trailing empty fields left out).
 func nagiosPerf(label string, m positions.Metric) string {
-	fields := []string{perfNumber(m.Value, m.Unit) + m.Unit, perfLimit(m.Warn), perfLimit(m.Crit), "0", ""}
+	value := perfNumber(m.Value, m.Unit) + m.Unit
+	if m.Unknown {
+		value = "U" // the plugin guidelines' value that could not be determined
+	}
+	fields := []string{value, perfLimit(m.Warn), perfLimit(m.Crit), "0", ""}
 	if m.Name == positions.MetricPaused {
 		fields[4] = "1"
 	}
@@ -409,9 +416,12 @@ func nagiosPerf(label string, m positions.Metric) string {
 }
 
 // nagiosLabel quotes a label when it holds characters other than letters,
-// digits and _.:/- (a quote inside is doubled; '=' is not allowed at all).
+// digits and _.:/- (a quote inside is doubled). '=' is not allowed in a
+// label at all: it is written \u003d, as nagiosName writes '|', so labels
+// stay unique (the names in it are escaped, so a backslash in it always
+// starts an escape and the label reads back exactly).
 func nagiosLabel(s string) string {
-	s = strings.ReplaceAll(s, "=", "_")
+	s = strings.ReplaceAll(s, "=", `\u003d`)
 	plain := s != ""
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.:/-", r)) {
@@ -451,8 +461,8 @@ func printPrometheus(p *Printer, rep *positions.Report) {
 		first := true
 		for _, r := range rep.Results {
 			for _, m := range r.Metrics {
-				if m.Name != info.Name {
-					continue
+				if m.Name != info.Name || m.Unknown {
+					continue // an unknown value has no sample: its result's status says UNKNOWN
 				}
 				if first {
 					p.Printf("# HELP %s %s\n# TYPE %s gauge\n", name, info.Help, name)

@@ -38,6 +38,7 @@ func (c *ConsumerInfoCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	warnSkipped(env, s.SkippedRecords)
+	warnUnknown(env, s)
 	if p.JSON {
 		return p.PrintJSON(s)
 	}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +59,9 @@ func (c *ConsumerLsCmd) Run(ctx context.Context, env *Env) error {
 		}
 		warnSkipped(env, bad)
 		list = append(list, l...)
+	}
+	for _, s := range list {
+		warnUnknown(env, s)
 	}
 	if p.JSON {
 		return p.PrintJSON(list)
@@ -121,11 +125,25 @@ func optTime(p *Printer, t *time.Time) string {
 	return p.Time(*t)
 }
 
-func lagText(ns int64) string {
-	if ns <= 0 {
+// lagText is a lag time for a table: "unknown" when it could not be
+// measured (warnUnknown says why).
+func lagText(ns *int64) string {
+	switch {
+	case ns == nil:
+		return "unknown"
+	case *ns <= 0:
 		return "0s"
 	}
-	return time.Duration(ns).Round(time.Millisecond).String()
+	return time.Duration(*ns).Round(time.Millisecond).String()
+}
+
+// warnUnknown says on stderr, once per consumer, which of its figures
+// could not be measured and why (in --json they are null, and listed in
+// its "unknown" field).
+func warnUnknown(env *Env, s *reset.Status) {
+	for _, u := range s.Unknown {
+		fmt.Fprintf(env.Stderr, "jsctl: warning: consumer %s on %s: %s\n", Escape(s.Consumer), Escape(s.Stream), TermSafe(u.String()))
+	}
 }
 
 func yesNo(b bool) string {

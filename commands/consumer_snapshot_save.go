@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 
@@ -61,6 +62,9 @@ func (c *ConsumerSnapshotSaveCmd) Run(ctx context.Context, env *Env) error {
 	snap, err := positions.Save(ctx, cl.JS, c.Name, c.Description, c.selection(c.Stream, c.Consumers, c.All), positionsOptions(env, deprecatedFlag(env, "--acks-bucket", "--bucket", c.OldAcksBucket, c.AcksBucket)))
 	if err != nil {
 		return err
+	}
+	for _, w := range snap.Warnings {
+		fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", TermSafe(w))
 	}
 	if c.Export != "" {
 		if err := writeSnapshot(c.Export, snap); err != nil {

@@ -81,6 +81,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return usageFailed(kctx, stdout, err)
 	}
 	ctx = jsutil.WithRetry(ctx, cli.Globals.RetryFor, env.waitLines().unanswered)
+	// What the library does differently because the server refused a
+	// request (a direct get read as a message get) is said once.
+	ctx = jsutil.WithRefusals(ctx, func(msg string) { env.waitLines().plain("refusal\x00"+msg, "warning: "+msg) })
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run()
 	if err == nil {

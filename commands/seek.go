@@ -92,10 +92,27 @@ func (c *SeekCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	warnSteppedBack(env, res.Stream, res.SteppedBack, "the answer may not be the first message at or after the time")
 	if p.JSON {
 		return p.PrintJSON(seekJSONOf(res))
 	}
 	return printSeek(p, res, c.Around)
+}
+
+// warnSteppedBack says on stderr (with --json too: its "exact" field says
+// it as well) that timestamps the search read go backwards, so its answer,
+// which assumes they do not, may be wrong (what says how).
+func warnSteppedBack(env *Env, stream string, steps []seek.StepBack, what string) {
+	if len(steps) == 0 {
+		return
+	}
+	sb := steps[0]
+	more := ""
+	if len(steps) > 1 {
+		more = fmt.Sprintf(" (and %d more)", len(steps)-1)
+	}
+	fmt.Fprintf(env.Stderr, "jsctl: warning: the timestamps of stream %s go backwards: sequence %d is stamped %s, before sequence %d's %s%s; seek assumes they never do, so %s (docs/seek.md, \"When the answer is exact\")\n",
+		Escape(stream), sb.Later.Sequence, JSONTime(sb.Later.Time), sb.Earlier.Sequence, JSONTime(sb.Earlier.Time), more, what)
 }
 
 // seekMessageJSON is one message in seek's JSON.
@@ -121,6 +138,39 @@ type seekJSON struct {
 	Strategy   string            `json:"strategy"`
 	FirstSeq   uint64            `json:"first_seq"`
 	LastSeq    uint64            `json:"last_seq"`
+	// Exact is false when a timestamp the search read is lower than one at
+	// a smaller sequence (SteppedBack lists them, Seen is every timestamp
+	// read): the answer may then not be the first message at or after the
+	// target.
+	Exact       bool            `json:"exact"`
+	SteppedBack []stepBackJSON  `json:"stepped_back,omitempty"`
+	Seen        []seekStampJSON `json:"seen,omitempty"`
+}
+
+// seekStampJSON is a sequence and its stored time.
+type seekStampJSON struct {
+	Sequence uint64 `json:"sequence"`
+	Time     string `json:"time"`
+}
+
+// stepBackJSON is a timestamp (later, the higher sequence) lower than one
+// at a smaller sequence (earlier).
+type stepBackJSON struct {
+	Earlier seekStampJSON `json:"earlier"`
+	Later   seekStampJSON `json:"later"`
+}
+
+func stampJSON(s seek.Stamp) seekStampJSON {
+	return seekStampJSON{Sequence: s.Sequence, Time: JSONTime(s.Time)}
+}
+
+// steppedBackJSON is steps for JSON, nil when there are none.
+func steppedBackJSON(steps []seek.StepBack) []stepBackJSON {
+	var out []stepBackJSON
+	for _, sb := range steps {
+		out = append(out, stepBackJSON{Earlier: stampJSON(sb.Earlier), Later: stampJSON(sb.Later)})
+	}
+	return out
 }
 
 func seekJSONOf(r *seek.Result) seekJSON {
@@ -138,6 +188,13 @@ func seekJSONOf(r *seek.Result) seekJSON {
 	if r.Message != nil {
 		m := msg(*r.Message)
 		out.Message = &m
+	}
+	out.Exact = r.Exact()
+	if !out.Exact {
+		out.SteppedBack = steppedBackJSON(r.SteppedBack)
+		for _, st := range r.Seen {
+			out.Seen = append(out.Seen, stampJSON(st))
+		}
 	}
 	for _, n := range r.Neighbours {
 		out.Neighbours = append(out.Neighbours, msg(n))

@@ -19,7 +19,7 @@ type StreamTimelineCmd struct {
 	Stream   string `arg:"" predictor:"stream" help:"Stream to chart."`
 	Since    string `name:"since" placeholder:"TIME" predictor:"time" help:"Start of the chart (default: the first matching message's time)."`
 	Until    string `name:"until" placeholder:"TIME" predictor:"time" help:"End of the chart, included (default: the last matching message's time)."`
-	Buckets  int    `name:"buckets" placeholder:"N" default:"20" help:"Target number of time buckets: the chart has N or N+1 buckets on round times."`
+	Buckets  int    `name:"buckets" placeholder:"N" default:"20" help:"Most time buckets wanted: the chart has at most N+1 buckets, of the narrowest round width that fits."`
 	Subject  string `name:"subject" placeholder:"FILTER" help:"Only count messages on subjects matching FILTER (wildcards allowed)."`
 	Strategy string `name:"strategy" enum:"auto,server,bisect" default:"auto" predictor:"enum" help:"How bucket boundaries are sought: auto, server or bisect, as in seek."`
 }
@@ -39,14 +39,16 @@ The chart spans the first to the last matching message unless --since or
 --until say otherwise; the header says which window is shown and why. At a
 terminal a progress bar shows while many boundaries are sought.
 
-Buckets start on round times: the width is the smallest of 1s, 2s, 5s, 10s, 15s,
-30s, 1m, 2m, 5m, 10m, 15m, 30m, 1h, 2h, 3h, 6h, 12h, 1d or whole days that is at
-least the window divided by --buckets, and the first bucket starts at the window's
-start rounded down to a multiple of it (at midnight in --tz for a day or more). So
---buckets is a target: the chart has N or N+1 buckets. The first bucket may start
+Buckets start on round times: the width is the narrowest of 1s, 2s, 5s, 10s, 15s,
+30s, 1m, 2m, 5m, 10m, 15m, 30m, 1h, 2h, 3h, 6h, 12h, 1d or whole days with which
+the window fits in N+1 buckets, the first starting at the window's start rounded
+down to a multiple of the width (at midnight in --tz for a day or more). So the
+chart has at most N+1 buckets: N or N+1 where a width of the list fits so, fewer
+where the next narrower one would need more than N+1 (a 65-minute window with
+--buckets 10 has 7 buckets of 10m, as 5m would need 14). The first bucket may start
 before the window and the last end after it; only messages inside the window are
 counted. When the buckets would be under a second (the window divided by --buckets),
-the window is divided exactly instead.
+the window is divided exactly into N buckets instead.
 
 Examples:
   jsctl stream timeline ORDERS
@@ -93,6 +95,7 @@ func (c *StreamTimelineCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	warnSteppedBack(env, res.Stream, res.SteppedBack, "bucket boundaries, and so counts, may be off")
 	if p.JSON {
 		return p.PrintJSON(timelineJSONOf(res))
 	}
@@ -123,6 +126,10 @@ type timelineJSON struct {
 	Requests  int                  `json:"requests"`
 	FirstSeq  uint64               `json:"first_seq"`
 	LastSeq   uint64               `json:"last_seq"`
+	// Exact is false when timestamps the boundary seeks read go
+	// backwards (listed in SteppedBack).
+	Exact       bool           `json:"exact"`
+	SteppedBack []stepBackJSON `json:"stepped_back,omitempty"`
 }
 
 func timelineJSONOf(r *seek.TimelineResult) timelineJSON {
@@ -131,6 +138,7 @@ func timelineJSONOf(r *seek.TimelineResult) timelineJSON {
 		SinceFrom: "first_message", UntilFrom: "last_message",
 		Total: r.Total, WidthNS: int64(r.Width), Buckets: []timelineBucketJSON{}, Method: r.Method, Strategy: string(r.Used),
 		Requests: r.Requests, FirstSeq: r.FirstSeq, LastSeq: r.LastSeq,
+		Exact: len(r.SteppedBack) == 0, SteppedBack: steppedBackJSON(r.SteppedBack),
 	}
 	if r.SinceGiven {
 		out.SinceFrom = "option"

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -66,37 +65,35 @@ type Client struct {
 	// information masked (or the InProcessName of an in-process server).
 	URL string
 
-	mu     sync.Mutex
-	denied error // the first permissions violation the server reported
+	// refusals records what the server's permissions refused on this
+	// connection (the run's record when Connect's context carries one).
+	refusals *Refusals
 }
 
 // noteAsyncError records a permissions violation reported asynchronously by
 // the server. A request whose publish was denied gets no answer, so this is
 // the only trace of why it timed out.
-func (c *Client) noteAsyncError(err error) {
-	if !errors.Is(err, nats.ErrPermissionViolation) {
-		return
+func (c *Client) noteAsyncError(nc *nats.Conn, err error) {
+	inbox := nats.InboxPrefix
+	if nc != nil && nc.Opts.InboxPrefix != "" {
+		inbox = nc.Opts.InboxPrefix + "."
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.denied == nil {
-		c.denied = err
-	}
+	c.refusals.Note(err, inbox)
 }
 
 // Explain returns err classed as a permission error when it is a timeout or
 // a lost answer and the server reported a permissions violation on this
-// connection: a request the server refuses to route is never answered, so
-// without this it would look like a slow server. Other errors are returned
-// unchanged.
+// connection that nobody dealt with (see Refusals.Handled): a request the
+// server refuses to route is never answered, so without this it would
+// look like a slow server. A refusal that was dealt with (a direct get
+// refused and read another way, a request whose own error named it) is
+// never blamed for another error. Other errors are returned unchanged.
 func (c *Client) Explain(err error) error {
 	if err == nil || c == nil || errors.Is(err, ErrPermission) {
 		return err
 	}
-	c.mu.Lock()
-	denied := c.denied
-	c.mu.Unlock()
-	if denied == nil {
+	unhandled := c.refusals.Unhandled()
+	if len(unhandled) == 0 {
 		return err
 	}
 	if !errors.Is(err, ErrConnection) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
@@ -109,11 +106,27 @@ func (c *Client) Explain(err error) error {
 			break
 		}
 	}
-	subject := DeniedSubject(denied)
-	if subject == "" {
-		return Classify(ErrPermission, &explainedErr{msg: msg + ": permission denied (" + denied.Error() + ")", err: err})
+	var what []string
+	for _, v := range unhandled {
+		if subject := DeniedSubject(v); subject != "" {
+			what = append(what, DeniedError(subject).Error())
+		} else {
+			what = append(what, "permission denied ("+v.Error()+")")
+		}
 	}
-	return Classify(ErrPermission, &explainedErr{msg: msg + ": " + DeniedError(subject).Error(), err: err})
+	text := what[0]
+	if len(what) > 1 {
+		text = "the server refused " + plural(len(what), "request") + " of this run: " + strings.Join(what, "; ")
+	}
+	return Classify(ErrPermission, &explainedErr{msg: msg + ": " + text, err: err})
+}
+
+// plural is "1 request" or "n requests".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
 }
 
 // noAnswerText is how Wrap words a request that timed out.
@@ -313,10 +326,13 @@ func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 	if name == "" {
 		name = "jsctl"
 	}
-	c := &Client{Timeout: o.Timeout}
+	c := &Client{Timeout: o.Timeout, refusals: RefusalsOf(ctx)}
+	if c.refusals == nil {
+		c.refusals = &Refusals{}
+	}
 	nopts := []nats.Option{
 		nats.Name(name), nats.Timeout(o.Timeout), nats.MaxReconnects(-1), nats.NoCallbacksAfterClientClose(),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { c.noteAsyncError(err) }),
+		nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) { c.noteAsyncError(nc, err) }),
 	}
 	if o.inboxPrefix != "" {
 		nopts = append(nopts, nats.CustomInboxPrefix(o.inboxPrefix))

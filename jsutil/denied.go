@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -90,3 +91,202 @@ type deniedErr struct {
 
 func (e *deniedErr) Error() string { return e.msg }
 func (e *deniedErr) Unwrap() error { return e.err }
+
+// Refusals is one run's record of what the server's permissions refused
+// on its connections: every violation the server reported, in order. A
+// refused request is never answered, and nats.go keeps only the
+// connection's last error, so without this record a request learns of its
+// refusal only when it times out, and only if no other refusal came
+// after it. With it (WithRefusals, and a connection made by Connect with
+// that context, whose error handler reports here):
+//
+//   - a request of the request layer waiting for its answer ends as soon
+//     as the server reports its subject refused, with an ErrPermission
+//     error naming that subject (no --timeout wait);
+//   - a refusal that a caller dealt with (a direct get refused and the
+//     message read by a message get instead) is marked handled, so a later
+//     error is never blamed on it (Client.Explain names only refusals
+//     nobody handled);
+//   - what the library does differently because of a refusal is said
+//     once per run (NoteOnce), through the callback given to WithRefusals.
+//
+// It is safe for concurrent use.
+type Refusals struct {
+	mu      sync.Mutex
+	list    []*refusal
+	waiters map[int]refusalWaiter
+	next    int
+	warn    func(string)
+	said    map[string]bool
+	// direct lists the streams whose direct gets were refused in this run
+	// (see StreamMsgs).
+	direct map[string]bool
+}
+
+// refusal is one violation the server reported.
+type refusal struct {
+	subject string // the publish refused; "" for a refused subscription
+	err     error
+	handled bool
+}
+
+type refusalWaiter struct {
+	subject string
+	cancel  context.CancelCauseFunc
+}
+
+type refusalsKey struct{}
+
+// WithRefusals returns ctx carrying a new record of refusals for one run
+// (see Refusals); warn, when set, is told once each what the library did
+// differently because of a refusal (from any goroutine).
+func WithRefusals(ctx context.Context, warn func(msg string)) context.Context {
+	return context.WithValue(ctx, refusalsKey{}, &Refusals{warn: warn})
+}
+
+// RefusalsOf returns the record ctx carries (see WithRefusals), or nil.
+func RefusalsOf(ctx context.Context) *Refusals {
+	r, _ := ctx.Value(refusalsKey{}).(*Refusals)
+	return r
+}
+
+// Note records err when it is a permissions violation the server reported
+// (a connection's error handler calls it, with the connection's reply
+// inbox prefix, "_INBOX." by default), and ends at once the requests
+// waiting for an answer that it refuses: those to the refused publish
+// subject or, for a refused subscription to a reply inbox, all of them
+// (no answer can come). A refused subscription to another subject ends
+// none.
+func (r *Refusals) Note(err error, inbox string) {
+	if r == nil || err == nil || !errors.Is(err, nats.ErrPermissionViolation) {
+		return
+	}
+	subject := DeniedSubject(err)
+	replies := subject == "" && inbox != "" && strings.Contains(err.Error(), `for Subscription to "`+inbox)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, &refusal{subject: subject, err: err})
+	for id, w := range r.waiters {
+		if replies || subject != "" && w.subject == subject {
+			w.cancel(refusalError(subject, err))
+			delete(r.waiters, id)
+		}
+	}
+}
+
+// refusalError is the error of a request the server refused: subject's
+// publish, or ("" subject) the subscription to the reply inboxes.
+func refusalError(subject string, violation error) error {
+	if subject != "" {
+		return &deniedErr{msg: DeniedError(subject).Error(), err: Classify(ErrPermission, violation)}
+	}
+	return Classify(ErrPermission, &deniedErr{msg: "permission denied (" + violation.Error() + ")", err: violation})
+}
+
+// watch returns ctx ended, with the refusal as its cause, when the server
+// reports subject refused after this call; stop releases it.
+func (r *Refusals) watch(ctx context.Context, subject string) (context.Context, func()) {
+	if r == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	r.mu.Lock()
+	if r.waiters == nil {
+		r.waiters = map[int]refusalWaiter{}
+	}
+	id := r.next
+	r.next++
+	r.waiters[id] = refusalWaiter{subject: subject, cancel: cancel}
+	r.mu.Unlock()
+	return ctx, func() {
+		r.mu.Lock()
+		delete(r.waiters, id)
+		r.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// EndOnRefusal returns ctx ended as soon as the server reports a publish
+// to subject refused (when ctx carries the run's Refusals, see
+// WithRefusals; else ctx itself), for a request sent by other means than
+// the request layer (nats.go's jetstream calls), which would otherwise
+// wait out its timeout. RefusedCause then turns its error into the
+// refusal. Call stop once the request is done.
+func EndOnRefusal(ctx context.Context, subject string) (_ context.Context, stop func()) {
+	return RefusalsOf(ctx).watch(ctx, subject)
+}
+
+// RefusedCause is err, or the refusal that ended ctx (see EndOnRefusal)
+// when that is why the request failed: an ErrPermission error naming the
+// refused subject.
+func RefusedCause(ctx context.Context, err error) error { return refusedCause(ctx, err) }
+
+// Refused returns the error of the last refusal of subject's publish this
+// run recorded (ErrPermission, naming subject), and nil when there is
+// none.
+func (r *Refusals) Refused(subject string) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.list) - 1; i >= 0; i-- {
+		if f := r.list[i]; f.subject == subject {
+			return refusalError(subject, f.err)
+		}
+	}
+	return nil
+}
+
+// Handled marks the refusals of subject as dealt with: the error of a
+// request that named it, or a read done another way instead. Client.Explain
+// does not blame another error on them.
+func (r *Refusals) Handled(subject string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.list {
+		if f.subject == subject {
+			f.handled = true
+		}
+	}
+}
+
+// Unhandled returns the violations nobody dealt with (see Handled), in
+// the order the server reported them, one per subject.
+func (r *Refusals) Unhandled() []error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []error
+	seen := map[string]bool{}
+	for _, f := range r.list {
+		if !f.handled && !seen[f.subject] {
+			seen[f.subject] = true
+			out = append(out, f.err)
+		}
+	}
+	return out
+}
+
+// NoteOnce tells the run's callback msg, once per key.
+func (r *Refusals) NoteOnce(key, msg string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.said == nil {
+		r.said = map[string]bool{}
+	}
+	first := !r.said[key]
+	r.said[key] = true
+	warn := r.warn
+	r.mu.Unlock()
+	if first && warn != nil {
+		warn(msg)
+	}
+}

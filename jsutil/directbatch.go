@@ -59,6 +59,9 @@ func batchOnce(ctx context.Context, nc *nats.Conn, subject string, body []byte, 
 	for {
 		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
+			if refused := refusedCause(ctx, err); refused != err {
+				return nil, refused
+			}
 			if errors.Is(err, context.DeadlineExceeded) && len(msgs) == 0 {
 				return nil, nats.ErrTimeout
 			}

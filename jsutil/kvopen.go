@@ -122,8 +122,10 @@ func openKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	info := APIPrefix(js.Options()) + "STREAM.INFO.KV_" + cfg.Bucket
-	kv, err := js.KeyValue(rctx, cfg.Bucket)
-	err = RequestError(js.Conn(), info, err)
+	wctx, stop := EndOnRefusal(rctx, info)
+	kv, err := js.KeyValue(wctx, cfg.Bucket)
+	err = RequestError(js.Conn(), info, RefusedCause(wctx, err))
+	stop()
 	if !create || !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return kv, err
 	}

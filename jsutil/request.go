@@ -126,21 +126,30 @@ func retry(ctx context.Context, js jetstream.JetStream, api string, o RequestOpt
 	if timeout <= 0 {
 		timeout = js.Options().DefaultTimeout
 	}
+	refusals := RefusalsOf(ctx)
 	var until time.Time // set at the first attempt left unanswered
 	for n := 0; ; n++ {
 		prior := nc.LastError()
-		err := attempt(ctx, nc, subject, timeout)
+		actx, stop := refusals.watch(ctx, subject)
+		err := attempt(actx, nc, subject, timeout)
+		stop()
 		if err == nil {
 			return nil
 		}
 		err = RequestError(nc, subject, err)
 		if !errors.Is(err, ErrPermission) && unansweredReply(err) {
-			// A refusal of a request sent alongside this one (the server
-			// reports only its last one): asking again would only wait out
-			// the timeout once more.
-			if denied, v := DeniedSince(nc, prior); v != nil && denied != "" {
-				return DeniedError(denied)
+			if refused := refusals.Refused(subject); refused != nil {
+				err = refused
+			} else if denied, v := DeniedSince(nc, prior); refusals == nil && v != nil && denied != "" {
+				// Without a record of the run's refusals only the
+				// connection's last one is known: another request's,
+				// which may have hidden a refusal of this one. Asking
+				// again would only wait out the timeout once more.
+				return fmt.Errorf("%w; meanwhile the server refused a publish to %q and reports only its last refusal, so this request may have been refused as well", err, denied)
 			}
+		}
+		if errors.Is(err, ErrPermission) {
+			refusals.Handled(subject)
 		}
 		if !mayRepeat(err, o.Once) || ctx.Err() != nil {
 			return err
@@ -161,7 +170,20 @@ func requestOnce(ctx context.Context, nc *nats.Conn, subject string, body []byte
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return nc.RequestWithContext(ctx, subject, body)
+	m, err := nc.RequestWithContext(ctx, subject, body)
+	return m, refusedCause(ctx, err)
+}
+
+// refusedCause is err, or the refusal that ended ctx (see Refusals.watch)
+// when that is why the request failed.
+func refusedCause(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrPermission) {
+		return cause
+	}
+	return err
 }
 
 // mayRepeat applies the retry rule to one attempt's error: every Retryable

@@ -50,7 +50,7 @@ func (l Limit) set() bool { return l.Warn != nil || l.Crit != nil }
 // requests or records; times are in seconds.
 type Thresholds struct {
 	Lag           Limit // pending + ack pending
-	LagTime       Limit // how far behind real time the ack floor is
+	LagTime       Limit // age of the oldest message the consumer can still receive
 	AckPending    Limit
 	Redelivered   Limit
 	Waiting       Limit // waiting pull requests
@@ -99,7 +99,7 @@ type MetricInfo struct {
 func Metrics() []MetricInfo {
 	return []MetricInfo{
 		{MetricLag, "", "Messages the consumer has not had acknowledged: pending plus ack pending."},
-		{MetricLagTime, "s", "How far behind real time the consumer's ack floor is (0 when caught up)."},
+		{MetricLagTime, "s", "Age of the oldest message the consumer can still receive: the first one above its ack floor on its filter subjects (0 when caught up)."},
 		{MetricAckPending, "", "Messages delivered and not yet acknowledged."},
 		{MetricRedelivered, "", "Messages delivered more than once and not yet acknowledged."},
 		{MetricWaiting, "", "Pull requests waiting for messages."},
@@ -121,6 +121,23 @@ type Metric struct {
 	Warn   *float64 `json:"warn,omitempty"`
 	Crit   *float64 `json:"crit,omitempty"`
 	Status Status   `json:"status"`
+	// Unknown marks a value that could not be measured (a read refused or
+	// unanswered): Value is 0 and means nothing; JSON writes it as null,
+	// Nagios performance data as U, and Prometheus leaves the sample out.
+	Unknown bool `json:"-"`
+}
+
+// MarshalJSON writes an unknown value as null.
+func (m Metric) MarshalJSON() ([]byte, error) {
+	type plain Metric
+	out := struct {
+		plain
+		Value *float64 `json:"value"`
+	}{plain: plain(m)}
+	if !m.Unknown {
+		out.Value = &m.Value
+	}
+	return json.Marshal(out)
 }
 
 // Result is the check of one consumer (or of a stream that could not be
@@ -235,7 +252,11 @@ func (r *Result) evaluate(c *Consumer, th Thresholds, now time.Time) {
 		paused = 1
 	}
 	r.measure(MetricLag, float64(c.LagMessages), th.Lag)
-	r.measure(MetricLagTime, time.Duration(c.LagNS).Seconds(), th.LagTime)
+	if c.LagKnown {
+		r.measure(MetricLagTime, time.Duration(c.LagNS).Seconds(), th.LagTime)
+	} else {
+		r.unknown(MetricLagTime, c.unknownReason("lag_ns"), th.LagTime)
+	}
 	r.measure(MetricAckPending, float64(info.NumAckPending), th.AckPending)
 	r.measure(MetricRedelivered, float64(info.NumRedelivered), th.Redelivered)
 	r.measure(MetricWaiting, float64(info.NumWaiting), th.Waiting)
@@ -269,6 +290,18 @@ func (r *Result) measure(name string, v float64, l Limit) {
 	case l.Warn != nil && v > *l.Warn:
 		m.Status = Warning
 		r.raise(Warning, fmt.Sprintf("%s > %s", describe(name, v), formatValue(m.Unit, *l.Warn)))
+	}
+	r.Metrics = append(r.Metrics, m)
+}
+
+// unknown records a metric that could not be measured: with a threshold
+// on it the result is UNKNOWN, naming why (the refused subject); without
+// one it is reported unknown and the status stays what the others make it.
+func (r *Result) unknown(name, reason string, l Limit) {
+	m := Metric{Name: name, Unit: unitOf(name), Warn: l.Warn, Crit: l.Crit, Unknown: true}
+	if l.set() {
+		m.Status = Unknown
+		r.raise(Unknown, strings.ReplaceAll(name, "_", " ")+" unknown: "+reason)
 	}
 	r.Metrics = append(r.Metrics, m)
 }
@@ -316,14 +349,15 @@ func (r *Result) Summary() string {
 	if r.Origin != "" {
 		return r.replicaSummary()
 	}
-	var lag, lagTime float64
+	var lag float64
+	lagTime := "lag time unknown"
 	for _, m := range r.Metrics {
-		switch m.Name {
-		case MetricLag:
+		switch {
+		case m.Name == MetricLag:
 			lag = m.Value
-		case MetricLagTime:
-			lagTime = m.Value
+		case m.Name == MetricLagTime && !m.Unknown:
+			lagTime = formatValue("s", m.Value)
 		}
 	}
-	return fmt.Sprintf("lag %s messages (%s)", formatValue("", lag), formatValue("s", lagTime))
+	return fmt.Sprintf("lag %s messages (%s)", formatValue("", lag), lagTime)
 }

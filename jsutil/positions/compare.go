@@ -97,7 +97,10 @@ func Compare(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts O
 
 func (cmp *Comparison) fill(ctx context.Context, r *streamReader, cs *ConsumerSnapshot, c *Consumer) error {
 	info := c.Info
-	now := Position{StreamSeq: info.AckFloor.Stream, ConsumerSeq: info.AckFloor.Consumer, Time: c.AckFloorTime, LastActive: utcOf(info.AckFloor.Last)}
+	now := Position{StreamSeq: info.AckFloor.Stream, ConsumerSeq: info.AckFloor.Consumer, Time: c.AckFloorTime, TimeUnknown: c.unknownReason("ack_floor_time") != "", LastActive: utcOf(info.AckFloor.Last)}
+	if reason := c.unknownReason("ack_floor_time"); reason != "" {
+		cmp.Warnings = append(cmp.Warnings, "the time of the current ack floor is unknown, and so is how far in time the consumer moved: "+reason)
+	}
 	cmp.Now = &now
 	from, to := cs.AckFloor.StreamSeq, now.StreamSeq
 	cmp.MovedSequences = int64(to) - int64(from)
@@ -117,6 +120,9 @@ func (cmp *Comparison) fill(ctx context.Context, r *streamReader, cs *ConsumerSn
 		if to < from {
 			cmp.MovedMessages = -cmp.MovedMessages
 		}
+	}
+	if cs.AckFloor.TimeUnknown {
+		cmp.Warnings = append(cmp.Warnings, "the snapshot does not know the time of its saved ack floor (it could not be read when it was saved): how far in time the consumer moved is unknown")
 	}
 	if cs.AckFloor.Time != nil && now.Time != nil {
 		d := now.Time.Sub(*cs.AckFloor.Time).Nanoseconds()

@@ -21,13 +21,29 @@ type Consumer struct {
 	// Info is the same reply, decoded.
 	Info *jetstream.ConsumerInfo
 	// DeliveredTime and AckFloorTime are the stored times of the messages
-	// at those stream sequences (nil when there is none).
+	// at those stream sequences (nil when there is none, or when Unknown
+	// lists them).
 	DeliveredTime *time.Time
 	AckFloorTime  *time.Time
-	// LagMessages is pending + ack pending; LagNS is how far behind real
-	// time the ack floor is (as jsctl consumer ls reports them).
+	// LagMessages is pending + ack pending; LagNS is the age of the
+	// oldest message the consumer can still receive (jsutil.ConsumerLag,
+	// as jsctl consumer ls reports them); LagKnown is false when the read
+	// that measures it was refused or went unanswered (see Unknown).
 	LagMessages uint64
 	LagNS       int64
+	LagKnown    bool
+	// Unknown lists the figures above that could not be measured, and why.
+	Unknown []jsutil.Unknown
+}
+
+// unknownReason is why figure is not known ("" when it is).
+func (c *Consumer) unknownReason(figure string) string {
+	for _, u := range c.Unknown {
+		if u.Figure == figure {
+			return u.Reason
+		}
+	}
+	return ""
 }
 
 // Durable reports whether the consumer is durable.
@@ -50,7 +66,15 @@ type streamReader struct {
 	opts   Options
 	stream jetstream.Stream
 	info   *jetstream.StreamInfo
-	times  map[uint64]*time.Time
+	msgs   *jsutil.StreamMsgs
+	times  map[uint64]msgTime
+}
+
+// msgTime is a message's stored time (nil when there is none) or why it is
+// not known.
+type msgTime struct {
+	t   *time.Time
+	err error
 }
 
 // openStream reads a stream's info. Errors name the stream.
@@ -60,33 +84,40 @@ func openStream(ctx context.Context, js jetstream.JetStream, name string, opts O
 	}
 	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
+	rctx, stop := jsutil.EndOnRefusal(rctx, jsutil.APIPrefix(js.Options())+"STREAM.INFO."+name)
+	defer stop()
 	s, err := js.Stream(rctx, name)
 	if err != nil {
-		return nil, jsutil.Wrap(err, "stream %q", name)
+		return nil, jsutil.Wrap(jsutil.RefusedCause(rctx, err), "stream %q", name)
 	}
-	return &streamReader{js: js, opts: opts, stream: s, info: s.CachedInfo(), times: map[uint64]*time.Time{}}, nil
+	info := s.CachedInfo()
+	return &streamReader{js: js, opts: opts, stream: s, info: info, times: map[uint64]msgTime{},
+		msgs: jsutil.NewStreamMsgs(js, name, info.Config.AllowDirect, opts.Timeout)}, nil
 }
 
 // name is the stream's name.
 func (r *streamReader) name() string { return r.info.Config.Name }
 
-// msgTime is the stored time of message seq, nil when there is none.
-func (r *streamReader) msgTime(ctx context.Context, seq uint64) *time.Time {
+// msgTime is the stored time of message seq, nil when there is none; an
+// error says it is not known (a refused or unanswered read).
+func (r *streamReader) msgTime(ctx context.Context, seq uint64) (*time.Time, error) {
 	if seq == 0 || seq < r.info.State.FirstSeq || seq > r.info.State.LastSeq {
-		return nil
+		return nil, nil
 	}
 	if t, ok := r.times[seq]; ok {
-		return t
+		return t.t, t.err
 	}
-	rctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	defer cancel()
-	var out *time.Time
-	if m, err := r.stream.GetMsg(rctx, seq); err == nil {
+	var out msgTime
+	m, err := r.msgs.At(ctx, seq)
+	switch {
+	case err != nil:
+		out.err = jsutil.Wrap(err, "read the time of message %d of stream %q", seq, r.name())
+	case m != nil:
 		t := m.Time.UTC()
-		out = &t
+		out.t = &t
 	}
 	r.times[seq] = out
-	return out
+	return out.t, out.err
 }
 
 // consumer reads one consumer with a raw CONSUMER.INFO request, so the
@@ -112,17 +143,19 @@ func (r *streamReader) consumer(ctx context.Context, name string) (*Consumer, er
 		return nil, fmt.Errorf("consumer %q on %q: read info: %w", name, stream, err)
 	}
 	c := &Consumer{Stream: stream, Name: name, Config: raw.Config, Info: &info}
-	c.DeliveredTime = r.msgTime(ctx, info.Delivered.Stream)
-	c.AckFloorTime = r.msgTime(ctx, info.AckFloor.Stream)
-	c.LagMessages = info.NumPending + uint64(max(info.NumAckPending, 0))
-	if c.LagMessages > 0 {
-		ref := c.AckFloorTime
-		if ref == nil {
-			ref = r.msgTime(ctx, max(r.info.State.FirstSeq, 1))
-		}
-		if now := r.opts.Now(); ref != nil && now.After(*ref) {
-			c.LagNS = now.Sub(*ref).Nanoseconds()
-		}
+	var terr error
+	if c.DeliveredTime, terr = r.msgTime(ctx, info.Delivered.Stream); terr != nil {
+		c.Unknown = append(c.Unknown, jsutil.Unknown{Figure: "delivered_time", Reason: terr.Error()})
+	}
+	if c.AckFloorTime, terr = r.msgTime(ctx, info.AckFloor.Stream); terr != nil {
+		c.Unknown = append(c.Unknown, jsutil.Unknown{Figure: "ack_floor_time", Reason: terr.Error()})
+	}
+	lag := jsutil.ConsumerLag(ctx, r.msgs, &info, r.info.State.FirstSeq, r.opts.Now())
+	c.LagMessages = lag.Messages
+	if lag.Age != nil {
+		c.LagNS, c.LagKnown = lag.Age.Nanoseconds(), true
+	} else {
+		c.Unknown = append(c.Unknown, jsutil.Unknown{Figure: "lag_ns", Reason: jsutil.Wrap(lag.Err, "find the oldest message consumer %q can still receive on %q", name, stream).Error()})
 	}
 	return c, nil
 }

@@ -327,7 +327,7 @@ func TestEvaluate(t *testing.T) {
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	lastDelivery, lastAck := now.Add(-90*time.Second), now.Add(-10*time.Minute)
 	c := &Consumer{
-		Stream: "ORDERS", Name: "billing", LagMessages: 100, LagNS: int64(2 * time.Minute),
+		Stream: "ORDERS", Name: "billing", LagMessages: 100, LagNS: int64(2 * time.Minute), LagKnown: true,
 		Info: &jetstream.ConsumerInfo{
 			Created: now.Add(-time.Hour), NumAckPending: 10, NumRedelivered: 3, NumWaiting: 2, Paused: true,
 			Delivered: jetstream.SequenceInfo{Last: &lastDelivery}, AckFloor: jetstream.SequenceInfo{Last: &lastAck},

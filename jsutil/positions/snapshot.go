@@ -29,6 +29,9 @@ type Snapshot struct {
 	// Revision is the document's revision in the bucket (0 when not
 	// stored). It is not part of the document.
 	Revision uint64 `json:"-"`
+	// Warnings say what Take could not read (a position's time saved as
+	// unknown). They are not part of the document.
+	Warnings []string `json:"-"`
 	// NamedAs is, for a stored document whose name is not the key it is
 	// stored under, the name it gives itself: Name is its key (see
 	// NameWarning). It is not part of the document.
@@ -61,6 +64,11 @@ type Position struct {
 	// Time is the stored time of the message at StreamSeq (nil when there
 	// is none, e.g. at 0 or after the message was removed).
 	Time *time.Time `json:"time"`
+	// TimeUnknown says Time is nil because it could not be read when the
+	// snapshot was taken (a read the server's permissions refused, or
+	// that went unanswered): not known, rather than absent. A restore by
+	// time refuses such a position; by sequence it is restored as usual.
+	TimeUnknown bool `json:"time_unknown,omitempty"`
 	// LastActive is when the consumer last delivered (for delivered) or
 	// had a message acknowledged (for the ack floor), if ever.
 	LastActive *time.Time `json:"last_active"`
@@ -219,6 +227,11 @@ func Take(ctx context.Context, js jetstream.JetStream, name, description string,
 				return nil, jsutil.Errorf(jsutil.ErrBadInput, "consumer %q on %q is ephemeral: only durable consumers can be saved in a snapshot", cname, g.stream)
 			}
 			cs := consumerSnapshot(c)
+			for _, u := range c.Unknown {
+				if u.Figure == "delivered_time" || u.Figure == "ack_floor_time" {
+					snap.Warnings = append(snap.Warnings, fmt.Sprintf("consumer %q on %q: %s; saved as unknown (\"time_unknown\": true): it restores by sequence, not by time", cname, g.stream, u))
+				}
+			}
 			if cs.AckRecords, err = ar.scope(ctx, g.stream, cname, false, opts.Now()); err != nil {
 				return nil, jsutil.Wrap(err, "snapshot %q: ack records of consumer %q on %q", name, cname, g.stream)
 			}
@@ -264,8 +277,8 @@ func consumerSnapshot(c *Consumer) ConsumerSnapshot {
 	info := c.Info
 	return ConsumerSnapshot{
 		Name: c.Name, Config: c.Config, Created: info.Created.UTC(),
-		Delivered: Position{StreamSeq: info.Delivered.Stream, ConsumerSeq: info.Delivered.Consumer, Time: c.DeliveredTime, LastActive: utcOf(info.Delivered.Last)},
-		AckFloor:  Position{StreamSeq: info.AckFloor.Stream, ConsumerSeq: info.AckFloor.Consumer, Time: c.AckFloorTime, LastActive: utcOf(info.AckFloor.Last)},
+		Delivered: Position{StreamSeq: info.Delivered.Stream, ConsumerSeq: info.Delivered.Consumer, Time: c.DeliveredTime, TimeUnknown: c.unknownReason("delivered_time") != "", LastActive: utcOf(info.Delivered.Last)},
+		AckFloor:  Position{StreamSeq: info.AckFloor.Stream, ConsumerSeq: info.AckFloor.Consumer, Time: c.AckFloorTime, TimeUnknown: c.unknownReason("ack_floor_time") != "", LastActive: utcOf(info.AckFloor.Last)},
 		Pending:   info.NumPending, AckPending: info.NumAckPending, Redelivered: info.NumRedelivered,
 		Waiting: info.NumWaiting, Paused: info.Paused,
 	}

@@ -32,7 +32,11 @@ func (x *executor) applyReset(ctx context.Context, c *Change, in *Intent) (outco
 			seq = 0
 		}
 	}
-	return x.resetSure(ctx, c, seq, c.To.Sequence)
+	out, err := x.resetSure(ctx, c, seq, c.To.Sequence)
+	if out == unchanged && errors.Is(err, jsutil.ErrPermission) {
+		err = jsutil.Wrap(err, "reset consumer %q on %q (nothing changed)", c.Consumer, c.Stream)
+	}
+	return out, err
 }
 
 // resetSure calls the reset API (seq 0: to the ack floor) so that the next
@@ -54,7 +58,10 @@ func (x *executor) resetSure(ctx context.Context, c *Change, seq, want uint64) (
 		}
 		switch {
 		case errors.Is(err, jsutil.ErrPermission):
-			return unchanged, jsutil.Wrap(err, "reset consumer %q on %q (nothing changed)", c.Consumer, c.Stream)
+			// Refused: this reset changed nothing; the caller says what
+			// that means for the change (applyReset: nothing changed;
+			// after a create: the change is unfinished).
+			return unchanged, err
 		case ctx.Err() != nil:
 			return unsettled, unsettledErr(c, "reset", err)
 		case lacksResetAPI(err):
@@ -420,7 +427,15 @@ func (x *executor) delete(ctx context.Context, c *Change) error {
 
 // unsettledErr says that a change could not be finished: the consumer may
 // be deleted, and recover finishes it.
+//
+// A step the server's permissions refused was answered: it was not
+// applied, and the steps before it were. That is said as one outcome, the
+// refusal naming the operation and its subject.
 func unsettledErr(c *Change, step string, err error) error {
+	if errors.Is(err, jsutil.ErrPermission) {
+		return fmt.Errorf("reset consumer %q on %q: the %s was refused, after the steps before it were applied, so the change is unfinished: %w; once this user may, finish it with: %s",
+			c.Consumer, c.Stream, step, err, RecoverCommand(c.Stream, c.Consumer))
+	}
 	return fmt.Errorf("%w; the consumer may be deleted or half changed: finish the change with: %s",
 		jsutil.Wrap(err, "reset consumer %q on %q: could not find out whether the %s was applied", c.Consumer, c.Stream, step),
 		RecoverCommand(c.Stream, c.Consumer))

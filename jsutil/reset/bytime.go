@@ -19,7 +19,11 @@ func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, error
 	stream := p.info.Config.Name
 	why := p.streamCheck(m.StreamCreated, "the position was saved")
 	if m.StreamCreated == nil && m.FloorTime != nil && m.Seq > 1 {
-		if t := p.msgTime(ctx, m.Seq-1); t != nil && !t.Equal(*m.FloorTime) {
+		t, err := p.msgTimeErr(ctx, m.Seq-1)
+		if err != nil {
+			c.warn("could not check the saved position against stream %q: %v", stream, err)
+		}
+		if t != nil && !t.Equal(*m.FloorTime) {
 			why = fmt.Errorf("stream %q holds a message of %s at sequence %d now, not the saved one of %s (the stream was deleted and created again, or the position was saved elsewhere)",
 				stream, timeText(t), m.Seq-1, timeText(m.FloorTime))
 		}
@@ -31,6 +35,9 @@ func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, error
 		return m.Seq, why
 	}
 	c.ByTime = true
+	if m.FloorTimeUnknown {
+		return m.Seq, fmt.Errorf("the time of the saved ack floor (sequence %d) is unknown: it could not be read when the position was saved, so it cannot be restored by time; restore it by sequence (without --by-time)", m.Seq-1)
+	}
 	if m.FloorTime == nil || m.Seq <= 1 {
 		first := max(p.info.State.FirstSeq, 1)
 		c.warn("restored by time: no saved ack floor time, so from the stream's first message (%d)", first)
@@ -54,7 +61,10 @@ func (p *planner) noteMove(c *Change, m Move, refusal error) {
 	if c.ByTime {
 		c.Reason = "by time: " + c.Reason
 	}
-	if refusal != nil {
+	switch {
+	case refusal != nil && c.ByTime:
+		c.refuseWith(refusal, "")
+	case refusal != nil:
 		c.refuseWith(refusal, "; pass --by-time to restore the position by its saved time")
 	}
 }

@@ -2,6 +2,7 @@ package reset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -19,26 +20,44 @@ const TempPrefix = "jsctl_tmp_"
 // jsctl that died before deleting it.
 const countInactive = 5 * time.Second
 
-// msgTime is the stored time of message seq, nil when there is none.
+// msgTime is the stored time of message seq, nil when there is none or
+// when it is not known (msgTimeErr tells them apart).
 func (p *planner) msgTime(ctx context.Context, seq uint64) *time.Time {
+	t, _ := p.msgTimeErr(ctx, seq)
+	return t
+}
+
+// msgTimeErr is the stored time of message seq, nil when there is none,
+// or the error that keeps it unknown (a refused or unanswered read).
+func (p *planner) msgTimeErr(ctx context.Context, seq uint64) (*time.Time, error) {
 	if seq == 0 || seq > p.info.State.LastSeq {
-		return nil
+		return nil, nil
 	}
 	p.mu.Lock()
 	t, ok := p.times[seq]
+	terr := p.timeErrs[seq]
 	p.mu.Unlock()
 	if ok {
-		return t
+		return t, terr
 	}
 	var out *time.Time
-	if m, err := p.stream.GetMsg(ctx, seq); err == nil {
+	m, err := p.msgs.At(ctx, seq)
+	if err != nil {
+		err = jsutil.Wrap(err, "read the time of message %d of stream %q", seq, p.info.Config.Name)
+	} else if m != nil {
 		t := m.Time.UTC()
 		out = &t
 	}
 	p.mu.Lock()
 	p.times[seq] = out
+	if err != nil {
+		if p.timeErrs == nil {
+			p.timeErrs = map[uint64]error{}
+		}
+		p.timeErrs[seq] = err
+	}
 	p.mu.Unlock()
-	return out
+	return out, err
 }
 
 // count fills Redeliver (the messages matching the consumer's filters from
@@ -112,12 +131,18 @@ func (p *planner) countFiltered(ctx context.Context, c *Change, filters []string
 	switch {
 	case len(filters) == 0 && st.NumDeleted == 0:
 		n = bySeq
-	case cfg.AllowDirect && len(filters) <= 1:
+	case cfg.AllowDirect && len(filters) <= 1 && !jsutil.DirectGetsRefused(ctx, cfg.Name):
 		filter := ">"
 		if len(filters) == 1 {
 			filter = filters[0]
 		}
 		n, err = p.directCount(ctx, seq, filter)
+		if errors.Is(err, jsutil.ErrPermission) && cfg.Retention != jetstream.WorkQueuePolicy {
+			// Refused at once (the run's refusals end the request):
+			// count exactly another way, for the rest of the run.
+			jsutil.DirectGetRefused(ctx, p.js, cfg.Name, "counting with temporary consumers instead")
+			n, err = p.consumerCount(ctx, c, filters, seq)
+		}
 	case cfg.Retention == jetstream.WorkQueuePolicy:
 		n = bySeq
 		c.warn("counted by sequence numbers (at most %d messages): on a work-queue stream only the stream's direct get (allow_direct) can count this consumer's messages, and this stream does not allow it", n)

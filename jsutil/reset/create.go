@@ -28,6 +28,10 @@ type Move struct {
 	// Options.ByTime the position is found by FloorTime (see moveSeq).
 	StreamCreated *time.Time `json:"stream_created,omitempty"`
 	FloorTime     *time.Time `json:"floor_time,omitempty"`
+	// FloorTimeUnknown says FloorTime could not be read when the position
+	// was saved (a refused or unanswered read): Options.ByTime refuses
+	// the move rather than take it for a position without a time.
+	FloorTimeUnknown bool `json:"floor_time_unknown,omitempty"`
 	// Created is when the consumer whose position was saved was created:
 	// one of that name created at another time since is another consumer,
 	// moved all the same (its name is what the position was saved under)
@@ -155,7 +159,7 @@ func (p *planner) completeCreate(ctx context.Context, c *Change, cfg rawConfig, 
 	c.Push = typed.DeliverSubject != ""
 	c.Filters = filters(typed)
 	c.To.Sequence = p.clamp(c, seq)
-	c.To.Time = p.msgTime(ctx, c.To.Sequence)
+	p.timeOf(ctx, c, &c.To.Time, c.To.Sequence, "target")
 	ok, reason, err := p.startAllows(ctx, c, typed, c.To.Sequence)
 	if err != nil {
 		return err

@@ -267,7 +267,8 @@ func (x *executor) fromNow(ctx context.Context, c *Change, st *consumerState, wh
 		return false, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %s; nothing changed: plan again", c.Consumer, c.Stream, why)
 	}
 	c.warn("a client moved it on %s (delivered %d, ack floor %d; planned from %d and %d); the target stays %d as planned", when, d, a, c.From.Delivered, c.From.AckFloor, c.To.Sequence)
-	c.From = From{Delivered: d, AckFloor: a, AckFloorTime: x.msgTime(ctx, a)}
+	c.From = From{Delivered: d, AckFloor: a}
+	x.timeOf(ctx, c, &c.From.AckFloorTime, a, "ack floor")
 	return true, nil
 }
 

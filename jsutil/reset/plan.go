@@ -209,6 +209,9 @@ type planner struct {
 	mu     sync.Mutex
 	counts map[string]uint64
 	times  map[uint64]*time.Time
+	// msgs reads message times; timeErrs holds why a time is unknown.
+	msgs     *jsutil.StreamMsgs
+	timeErrs map[uint64]error
 
 	acksOnce sync.Once
 	acks     *acks.Store
@@ -234,6 +237,7 @@ func newPlanner(ctx context.Context, js jetstream.JetStream, stream string, opts
 	}
 	return &planner{
 		js: js, opts: opts, stream: s, info: info, counts: map[string]uint64{}, times: map[uint64]*time.Time{},
+		msgs:    jsutil.NewStreamMsgs(js, stream, info.Config.AllowDirect, opts.Timeout),
 		intents: &intents{js: js, bucket: opts.IntentBucket, replicas: info.Config.Replicas, settle: opts.Settle, timeout: opts.Timeout, info: info},
 	}, nil
 }
@@ -412,8 +416,17 @@ func (p *planner) newChange(ctx context.Context, name string) (*Change, error) {
 		Filters:       filters(cfg),
 		Warnings:      []string{},
 	}
-	c.From.AckFloorTime = p.msgTime(ctx, c.From.AckFloor)
+	p.timeOf(ctx, c, &c.From.AckFloorTime, c.From.AckFloor, "ack floor")
 	return c, nil
+}
+
+// timeOf sets *t to the stored time of message seq, warning in c when it
+// is unknown (a refused or unanswered read: null, never a guess).
+func (p *planner) timeOf(ctx context.Context, c *Change, t **time.Time, seq uint64, what string) {
+	var err error
+	if *t, err = p.msgTimeErr(ctx, seq); err != nil {
+		c.warn("the time of the %s (sequence %d) is unknown: %v", what, seq, err)
+	}
 }
 
 func (p *planner) planOne(ctx context.Context, name string, target Target) (*Change, error) {
@@ -443,7 +456,7 @@ func (p *planner) planOne(ctx context.Context, name string, target Target) (*Cha
 func (p *planner) complete(ctx context.Context, c *Change, target Target, seq uint64) error {
 	c.To.Sequence = p.clamp(c, seq)
 	if c.To.Time == nil {
-		c.To.Time = p.msgTime(ctx, c.To.Sequence)
+		p.timeOf(ctx, c, &c.To.Time, c.To.Sequence, "target")
 	}
 	if (target.Kind == ToTime) && target.mode() == ModeAfter {
 		t := target.Time.UTC()

@@ -36,12 +36,17 @@ type Status struct {
 	PushBound   bool       `json:"push_bound"`
 	Paused      bool       `json:"paused"`
 	PauseUntil  *time.Time `json:"pause_until"`
-	// LagMessages is Pending+AckPending. LagNS is how far behind real time
-	// the ack floor is: now minus the time of the ack floor message (of
-	// the stream's first message when nothing is acknowledged); 0 when
-	// the consumer is caught up.
+	// LagMessages is Pending+AckPending. LagNS is the age of the oldest
+	// message the consumer can still receive, the first one above its ack
+	// floor on its filter subjects (jsutil.ConsumerLag); 0 when the
+	// consumer is caught up, nil when it could not be measured (Unknown
+	// says why).
 	LagMessages uint64 `json:"lag_messages"`
-	LagNS       int64  `json:"lag_ns"`
+	LagNS       *int64 `json:"lag_ns"`
+	// Unknown lists the figures that could not be measured (a read the
+	// server's permissions refused, or that went unanswered) and why:
+	// they are null, never 0.
+	Unknown []jsutil.Unknown `json:"unknown,omitempty"`
 	// Created is when the consumer was created.
 	Created time.Time `json:"created"`
 	// Config is the configuration as the server reports it.
@@ -175,17 +180,20 @@ func (p *planner) status(ctx context.Context, st *consumerState, now time.Time) 
 		t := cfg.PauseUntil.UTC()
 		s.PauseUntil = &t
 	}
-	s.DeliveredTime = p.msgTime(ctx, s.Delivered)
-	s.AckFloorTime = p.msgTime(ctx, s.AckFloor)
-	s.LagMessages = s.Pending + uint64(max(s.AckPending, 0))
-	if s.LagMessages > 0 {
-		ref := s.AckFloorTime
-		if ref == nil {
-			ref = p.msgTime(ctx, max(p.info.State.FirstSeq, 1))
-		}
-		if ref != nil && now.After(*ref) {
-			s.LagNS = now.Sub(*ref).Nanoseconds()
-		}
+	var err error
+	if s.DeliveredTime, err = p.msgTimeErr(ctx, s.Delivered); err != nil {
+		s.Unknown = append(s.Unknown, jsutil.Unknown{Figure: "delivered_time", Reason: err.Error()})
+	}
+	if s.AckFloorTime, err = p.msgTimeErr(ctx, s.AckFloor); err != nil {
+		s.Unknown = append(s.Unknown, jsutil.Unknown{Figure: "ack_floor_time", Reason: err.Error()})
+	}
+	lag := jsutil.ConsumerLag(ctx, p.msgs, info, p.info.State.FirstSeq, now)
+	s.LagMessages = lag.Messages
+	if lag.Age != nil {
+		ns := lag.Age.Nanoseconds()
+		s.LagNS = &ns
+	} else {
+		s.Unknown = append(s.Unknown, jsutil.Unknown{Figure: "lag_ns", Reason: jsutil.Wrap(lag.Err, "find the oldest message consumer %q can still receive on %q", info.Name, info.Stream).Error()})
 	}
 	return s
 }

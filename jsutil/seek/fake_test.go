@@ -24,7 +24,7 @@ func (f *fakeStream) info(context.Context) (streamState, error) {
 	st := streamState{Msgs: uint64(len(f.msgs)), FirstSeq: f.first, LastSeq: f.last,
 		NumDeleted: int(f.last-f.first+1) - len(f.msgs)}
 	if len(f.msgs) > 0 {
-		st.LastTime = f.msgs[len(f.msgs)-1].Time
+		st.FirstTime, st.LastTime = f.msgs[0].Time, f.msgs[len(f.msgs)-1].Time
 	}
 	return st, nil
 }
@@ -167,6 +167,9 @@ func TestRandomizedEqualTimes(t *testing.T) {
 								target.Format(time.RFC3339Nano), msgString(res.Message), res.Sequence, msgString(want), wantSeq)
 						}
 						checkNeighbours(t, f.msgs, res, filter, 2)
+						if !res.Exact() {
+							t.Fatalf("round %d %s: equal timestamps reported as stepping back: %+v", round, g.name, res.SteppedBack)
+						}
 					}
 				}
 			}

@@ -137,10 +137,11 @@ func (g *apiGetter) notFound() error {
 
 // wrap names the stream in err. A refusal by the server's permissions is
 // worded by what the user may not do (jsutil.DeniedError), naming the
-// subject the server refused.
+// subject the server refused for this request: the one err names, never
+// the connection's last refusal, which may be another request's.
 func (g *apiGetter) wrap(err error) error {
 	if errors.Is(err, jsutil.ErrPermission) {
-		if denied := jsutil.DeniedSubject(g.js.Conn().LastError()); denied != "" {
+		if denied := jsutil.DeniedSubject(err); denied != "" {
 			err = jsutil.DeniedError(denied)
 		}
 	}

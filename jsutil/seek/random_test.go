@@ -71,6 +71,10 @@ func TestRandomized(t *testing.T) {
 									st.name, mode, filter, target.UTC().Format(time.RFC3339Nano),
 									msgString(res.Message), res.Sequence, msgString(want), wantSeq)
 							}
+							if !res.Exact() {
+								t.Fatalf("%s mode %s filter %q target %s: timestamps that never go backwards reported stepping back: %+v",
+									st.name, mode, filter, target.UTC().Format(time.RFC3339Nano), res.SteppedBack)
+							}
 							if st.strategy == Server && res.Used != Server || st.strategy == Bisect && res.Used != Bisect {
 								t.Fatalf("%s: used %s", st.name, res.Used)
 							}

@@ -20,7 +20,9 @@ func (s *searcher) subject() string {
 // get sends one message-get request and counts it.
 func (s *searcher) get(ctx context.Context, req getRequest) (*Message, error) {
 	s.rounds++
-	return s.g.get(ctx, req)
+	m, err := s.g.get(ctx, req)
+	s.note(m)
+	return m, err
 }
 
 // loadState reads the stream's state once.

@@ -14,13 +14,18 @@
 //
 // Like the server's own index, seek assumes that message timestamps do not
 // decrease as sequences grow, which holds for messages stored by one leader
-// whose clock does not step backwards.
+// whose clock does not step backwards. It checks what it reads on its way
+// (every answer and the stream's first and last message): a timestamp lower
+// than one at a smaller sequence is reported in Result.SteppedBack, and the
+// answer is then not known to be exact (Result.Exact).
 package seek
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -110,6 +115,35 @@ type Result struct {
 	Used Strategy
 	// FirstSeq and LastSeq are the stream state seen.
 	FirstSeq, LastSeq uint64
+	// Seen are the timestamps the seek read on its way, in sequence order:
+	// every message a request answered with (probes and neighbours) and
+	// the stream's first and last message as its state reports them.
+	Seen []Stamp
+	// SteppedBack lists where Seen goes backwards: a timestamp lower than
+	// one at a smaller sequence. The search (the server's and the client's
+	// alike) assumes timestamps that do not go backwards; where they do,
+	// the answer may not be the first message at or after the target.
+	// Empty when none was seen (see Exact).
+	SteppedBack []StepBack
+}
+
+// Exact reports whether the answer holds: no timestamp the seek read went
+// backwards. It says nothing of messages it did not read; on a stream
+// whose timestamps grow with its sequences (one leader, a clock that does
+// not step back) it is always true.
+func (r *Result) Exact() bool { return len(r.SteppedBack) == 0 }
+
+// Stamp is a message's sequence and stored time.
+type Stamp struct {
+	Sequence uint64    `json:"sequence"`
+	Time     time.Time `json:"time"`
+}
+
+// StepBack is a timestamp (Later, the higher sequence) lower than the
+// highest one seen at a smaller sequence (Earlier).
+type StepBack struct {
+	Earlier Stamp `json:"earlier"`
+	Later   Stamp `json:"later"`
 }
 
 // Seek finds the message of stream selected by target and opts.
@@ -182,6 +216,8 @@ func seekWith(ctx context.Context, g getter, target time.Time, opts Options) (*R
 			return nil, err
 		}
 	}
+	res.Seen = s.stamps()
+	res.SteppedBack = stepsBack(res.Seen)
 	return res, nil
 }
 
@@ -193,6 +229,54 @@ type searcher struct {
 	loaded bool
 	// rounds counts message-get requests (for tests and benchmarks).
 	rounds int
+	// seen holds the timestamp of every message a request answered with,
+	// in the order read (repeats included).
+	seen []Stamp
+}
+
+// note records the timestamp of a message read.
+func (s *searcher) note(m *Message) {
+	if m != nil {
+		s.seen = append(s.seen, Stamp{Sequence: m.Sequence, Time: m.Time})
+	}
+}
+
+// stamps are the timestamps seen, with the stream's first and last
+// message as its state reports them, in sequence order, each once.
+func (s *searcher) stamps() []Stamp {
+	out := make([]Stamp, 0, len(s.seen)+2)
+	if st := s.state; st.Msgs > 0 {
+		if !st.FirstTime.IsZero() && st.FirstSeq > 0 {
+			out = append(out, Stamp{Sequence: st.FirstSeq, Time: st.FirstTime})
+		}
+		if !st.LastTime.IsZero() && st.LastSeq > 0 {
+			out = append(out, Stamp{Sequence: st.LastSeq, Time: st.LastTime})
+		}
+	}
+	out = append(out, s.seen...)
+	for i := range out {
+		out[i].Time = out[i].Time.UTC()
+	}
+	slices.SortStableFunc(out, func(a, b Stamp) int { return cmp.Compare(a.Sequence, b.Sequence) })
+	return slices.CompactFunc(out, func(a, b Stamp) bool { return a.Sequence == b.Sequence })
+}
+
+// stepsBack finds, in stamps sorted by sequence, each timestamp lower than
+// the highest one at a smaller sequence.
+func stepsBack(stamps []Stamp) []StepBack {
+	var out []StepBack
+	var top *Stamp
+	for i := range stamps {
+		st := stamps[i]
+		if top != nil && st.Time.Before(top.Time) {
+			out = append(out, StepBack{Earlier: *top, Later: st})
+			continue
+		}
+		if top == nil || st.Time.After(top.Time) {
+			top = &stamps[i]
+		}
+	}
+	return out
 }
 
 // find returns the message selected by target and mode (nil when none

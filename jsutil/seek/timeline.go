@@ -2,6 +2,7 @@ package seek
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -47,11 +48,13 @@ type TimelineOptions struct {
 	Subject  string    // filter subject, may have wildcards; "" = all
 	Strategy Strategy  // how boundaries are sought (Auto by default)
 	// Round, when set, puts bucket boundaries on round times: the width is
-	// NiceWidth(span, Buckets) and the first boundary is aligned down to a
-	// multiple of it (at midnight in Location for widths of a day or more),
-	// so there are Buckets or Buckets+1 buckets, the first may start before
-	// Since and the last end after Until; counts still cover only [Since,
-	// Until]. A window whose buckets would be under a second (span/Buckets
+	// RoundWidth(Since, Until, Buckets, Location), the narrowest round width
+	// with which the window fits in Buckets+1 buckets, and the first
+	// boundary is aligned down to a multiple of it (at midnight in Location
+	// for widths of a day or more), so there are at most Buckets+1 buckets
+	// (fewer when the next narrower round width needs more); the first may
+	// start before Since and the last end after Until; counts still cover
+	// only [Since, Until]. A window whose buckets would be under a second (span/Buckets
 	// < 1s) is divided exactly, as it is without Round.
 	Round bool
 	// Location is the zone whose midnight aligns day-wide rounded buckets
@@ -93,6 +96,10 @@ type TimelineResult struct {
 	// Requests is the number of message-get and counting requests made.
 	Requests          int
 	FirstSeq, LastSeq uint64
+	// SteppedBack lists the timestamps the boundary seeks read that go
+	// backwards (see Result.SteppedBack): where there are any, a bucket's
+	// boundary, and so its count, may be off.
+	SteppedBack []StepBack
 }
 
 // Timeline counts the messages of stream per time bucket without reading
@@ -138,15 +145,31 @@ func Timeline(ctx context.Context, js jetstream.JetStream, stream string, opts T
 	}
 	bounds, shown := timelineBounds(res, opts)
 	res.Method = countMethod(opts.Subject, s.state)
+	if res.Method == CountByDirectGet && jsutil.DirectGetsRefused(ctx, stream) {
+		res.Method = CountByConsumer
+	}
 	run := newTimelineRun(js, g, s, so.Strategy, res, bounds, first, last, opts.Progress)
 	if err := run.seekBounds(ctx); err != nil {
 		return nil, err
 	}
-	if err := run.countPositions(ctx); err != nil {
+	err = run.countPositions(ctx)
+	if res.Method == CountByDirectGet && errors.Is(err, jsutil.ErrPermission) && ctx.Err() == nil {
+		// Direct gets refused (at once: the run's refusals end the
+		// request): count with temporary consumers instead.
+		jsutil.DirectGetRefused(ctx, js, stream, "counting with temporary consumers instead")
+		res.Method = CountByConsumer
+		for range run.unique {
+			run.progress.Grow() // counted again
+		}
+		err = run.countPositions(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
 	res.Requests = run.requests
 	run.fillBuckets(shown)
+	run.note(s)
+	res.SteppedBack = stepsBack(run.seen.stamps())
 	return res, nil
 }
 
@@ -186,7 +209,7 @@ func timelineBounds(res *TimelineResult, opts TimelineOptions) (bounds, shown []
 	n := opts.Buckets
 	span := res.Until.Sub(res.Since)
 	res.Width = span / time.Duration(n)
-	if w := NiceWidth(span, n); opts.Round && w > 0 {
+	if w := RoundWidth(res.Since, res.Until, n, opts.Location); opts.Round && w > 0 {
 		shown = roundedBounds(res.Since, res.Until, w, opts.Location)
 		n = len(shown) - 1
 		res.Width = w
@@ -238,6 +261,7 @@ type timelineRun struct {
 	progress *jsutil.Tally
 
 	mu        sync.Mutex
+	seen      searcher          // the timestamps read by every seek (its seen and state)
 	positions []uint64          // per boundary
 	counted   map[uint64]uint64 // matching messages from each position
 	unique    []uint64          // the distinct positions to count from
@@ -250,6 +274,7 @@ func newTimelineRun(js jetstream.JetStream, g *apiGetter, s *searcher, strategy 
 	r := &timelineRun{js: js, g: g, state: s.state, filter: s.filter, strategy: strategy, res: res, bounds: bounds,
 		end: s.state.LastSeq + 1, positions: make([]uint64, len(bounds)), requests: s.rounds}
 	r.counted = map[uint64]uint64{r.end: 0}
+	r.seen.state = s.state
 	for i, b := range bounds {
 		switch {
 		case !b.After(first.Time):
@@ -265,6 +290,11 @@ func newTimelineRun(js jetstream.JetStream, g *apiGetter, s *searcher, strategy 
 	}
 	r.progress = jsutil.NewTally(progress, len(r.seek)+len(r.unique))
 	return r
+}
+
+// note keeps the timestamps ws read. The caller holds mu, or is alone.
+func (r *timelineRun) note(ws *searcher) {
+	r.seen.seen = append(r.seen.seen, ws.seen...)
 }
 
 // addPosition notes a position to count from; it says whether it is new.
@@ -285,6 +315,7 @@ func (r *timelineRun) seekBounds(ctx context.Context) error {
 		ws := &searcher{g: r.g, filter: r.filter, state: r.state, loaded: true}
 		m, used, err := ws.firstAtOrAfter(ctx, r.bounds[i], r.strategy)
 		r.mu.Lock()
+		r.note(ws)
 		r.requests += ws.rounds
 		if err == nil {
 			r.res.Used = used

@@ -35,6 +35,40 @@ func NiceWidth(span time.Duration, n int) time.Duration {
 	return (w + day - 1) / day * day
 }
 
+// RoundWidth is the width of the round buckets of a timeline over [since,
+// until] asked for n buckets: the narrowest of the widths NiceWidth picks
+// from (1s ... 12h, then whole days) with which the window fits in at most
+// n+1 buckets aligned as roundedBounds aligns them. So the chart has n+1
+// buckets or fewer: n or n+1 when a round width fits so, fewer when the
+// next narrower one would need more than n+1 (the widths grow by at most
+// 2.5 times from one to the next, so never fewer than about (n+1)/2.5).
+// It is 0 when the window divided by n is under a second: such a window is
+// divided exactly into n buckets.
+func RoundWidth(since, until time.Time, n int, loc *time.Location) time.Duration {
+	span := until.Sub(since)
+	widest := NiceWidth(span, n) // always fits: under span/n + 2 buckets
+	if widest == 0 {
+		return 0
+	}
+	// Narrower than span/(n+1), no width fits in n+1 buckets.
+	for w := max(NiceWidth(span, n+1), time.Second); w < widest; w = nextNiceWidth(w) {
+		if len(roundedBounds(since, until, w, loc))-1 <= n+1 {
+			return w
+		}
+	}
+	return widest
+}
+
+// nextNiceWidth is the round width after w (see NiceWidth).
+func nextNiceWidth(w time.Duration) time.Duration {
+	for _, nw := range niceWidths {
+		if nw > w {
+			return nw
+		}
+	}
+	return (w/day + 1) * day
+}
+
 // roundedBounds are the bucket boundaries of a rounded timeline over
 // [since, until]: the first is since aligned down to a multiple of width
 // (in absolute time below a day; at midnight in loc, on a multiple of the

@@ -159,3 +159,92 @@ func TestTimelineRound(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundWidthBucketCount (issue 27, finding 5: --buckets 10 gave 7,
+// --buckets 4 gave 3 where 30-minute buckets fit in 5) checks what
+// --buckets means, as docs/seek.md and the help say it, over many N,
+// window lengths and window starts: the chart has at most N+1 buckets, its
+// width is the narrowest round width with which it does (the next narrower
+// one needs more than N+1), and it has at least (N+1)/2.5 buckets (round
+// widths grow by at most 2.5 times from one to the next).
+func TestRoundWidthBucketCount(t *testing.T) {
+	base := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	spans := []time.Duration{
+		time.Second, 7 * time.Second, 59 * time.Second, 90 * time.Second, 65 * time.Minute, 2 * time.Hour,
+		2*time.Hour + time.Nanosecond, 100 * time.Minute, 7*time.Hour + 13*time.Minute, 26 * time.Hour,
+		9*day + 5*time.Hour, 61 * day, 400 * day,
+	}
+	offsets := []time.Duration{0, time.Nanosecond, 17*time.Minute + 300*time.Millisecond, 29*time.Minute + 59*time.Second, 13*time.Hour + 1}
+	checked := 0
+	for n := 1; n <= 60; n++ {
+		for _, span := range spans {
+			for _, off := range offsets {
+				since := base.Add(off)
+				until := since.Add(span)
+				w := RoundWidth(since, until, n, time.UTC)
+				if w == 0 {
+					if span/time.Duration(n) >= time.Second {
+						t.Errorf("n %d, span %s: divided exactly though span/n is %s", n, span, span/time.Duration(n))
+					}
+					continue
+				}
+				checked++
+				buckets := len(roundedBounds(since, until, w, time.UTC)) - 1
+				if buckets > n+1 {
+					t.Errorf("n %d, span %s from %s: %d buckets of %s, more than n+1", n, span, since.Format(time.RFC3339Nano), buckets, w)
+				}
+				if lo := float64(n+1) / 2.5; float64(buckets) < lo {
+					t.Errorf("n %d, span %s from %s: %d buckets of %s, fewer than (n+1)/2.5", n, span, since.Format(time.RFC3339Nano), buckets, w)
+				}
+				if narrower := prevNiceWidth(w); narrower > 0 {
+					if nb := len(roundedBounds(since, until, narrower, time.UTC)) - 1; nb <= n+1 {
+						t.Errorf("n %d, span %s from %s: width %s (%d buckets), but %s fits in %d", n, span, since.Format(time.RFC3339Nano), w, buckets, narrower, nb)
+					}
+				}
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d rounded cases checked", checked)
+	}
+	// The cases of the issue: 4 buckets over 2h and a nanosecond are 5 of
+	// 30m (not 3 of 1h); 10 over 65 minutes are 7 of 10m, since 5m would
+	// take 14.
+	for _, c := range []struct {
+		since time.Time
+		span  time.Duration
+		n     int
+		width time.Duration
+		count int
+	}{
+		{base, 2*time.Hour + time.Nanosecond, 4, 30 * time.Minute, 5},
+		{base, 65 * time.Minute, 10, 10 * time.Minute, 7},
+	} {
+		w := RoundWidth(c.since, c.since.Add(c.span), c.n, time.UTC)
+		if got := len(roundedBounds(c.since, c.since.Add(c.span), w, time.UTC)) - 1; w != c.width || got != c.count {
+			t.Errorf("--buckets %d over %s: %d of %s, want %d of %s", c.n, c.span, got, w, c.count, c.width)
+		}
+	}
+}
+
+// prevNiceWidth is the round width before w, 0 for the narrowest.
+func prevNiceWidth(w time.Duration) time.Duration {
+	if w > day {
+		if w-day >= day {
+			return w - day
+		}
+		return niceWidths[len(niceWidths)-1]
+	}
+	if w == day {
+		return niceWidths[len(niceWidths)-1]
+	}
+	for i, nw := range niceWidths {
+		if nw == w {
+			if i == 0 {
+				return 0
+			}
+			return niceWidths[i-1]
+		}
+	}
+	return 0
+}
