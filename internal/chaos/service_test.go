@@ -37,14 +37,13 @@ type serviceProc struct {
 	err    error
 }
 
-// lineBuffer collects a stream's lines and signals each one.
+// lineBuffer collects a stream's lines.
 type lineBuffer struct {
 	mu    sync.Mutex
 	lines []string
-	more  chan struct{}
 }
 
-func newLineBuffer() *lineBuffer { return &lineBuffer{more: make(chan struct{}, 1)} }
+func newLineBuffer() *lineBuffer { return &lineBuffer{} }
 
 func (b *lineBuffer) read(r io.Reader) {
 	sc := bufio.NewScanner(r)
@@ -53,10 +52,11 @@ func (b *lineBuffer) read(r io.Reader) {
 		b.mu.Lock()
 		b.lines = append(b.lines, sc.Text())
 		b.mu.Unlock()
-		select {
-		case b.more <- struct{}{}:
-		default:
-		}
+	}
+	if err := sc.Err(); err != nil { // a line over 4 MiB: the checks see it
+		b.mu.Lock()
+		b.lines = append(b.lines, "(reading stopped: "+err.Error()+")")
+		b.mu.Unlock()
 	}
 }
 
