@@ -18,10 +18,11 @@ type ConsumerCopyCmd struct {
 	Stream    string   `arg:"" predictor:"stream" help:"Origin stream (its consumers are only read; --pause-origin pauses them)."`
 	Consumers []string `arg:"" optional:"" predictor:"consumer" help:"Consumers to copy (or --all)."`
 	targetFlags
-	All         bool   `name:"all" help:"Copy every durable consumer of the origin stream."`
-	Position    string `name:"position" enum:"ack-floor,delivered" default:"ack-floor" predictor:"enum" help:"Continue after the origin consumer's ack floor (the first message it had not finished) or its delivered position (${enum})."`
-	AllowLag    bool   `name:"allow-lag" help:"Copy even when the replica has not yet received the origin position (it starts at the replica's next message; the origin's messages before the position that arrive later are delivered again)."`
-	PauseOrigin bool   `name:"pause-origin" help:"With --execute: pause each origin consumer (until resumed) before reading its position, for a planned switchover; they stay paused (resumed again when nothing is copied)."`
+	All      bool   `name:"all" help:"Copy every durable consumer of the origin stream."`
+	Position string `name:"position" enum:"ack-floor,delivered" default:"ack-floor" predictor:"enum" help:"Continue after the origin consumer's ack floor (the first message it had not finished) or its delivered position (${enum})."`
+	AllowLag bool   `name:"allow-lag" help:"Copy even when the replica has not yet received the origin position (it starts at the replica's next message; the origin's messages before the position that arrive later are delivered again)."`
+	allowInexactFlag
+	PauseOrigin bool `name:"pause-origin" help:"With --execute: pause each origin consumer (until resumed) before reading its position, for a planned switchover; they stay paused (resumed again when nothing is copied)."`
 	changeFlags
 	Force bool `name:"force" help:"Move consumers that exist on the replica while clients read from them, and accept moves that skip messages for good."`
 }
@@ -48,7 +49,12 @@ source's subject transform (the plan says so). A filter the replica does not
 receive is warned about.
 
 Refused (exit 5) when the replica has not yet received the origin position
-(replication lag), naming how many messages it is behind, unless --allow-lag.
+(replication lag), naming how many messages it is behind, unless --allow-lag;
+and where the position cannot be translated exactly (by time, or where the
+replica's copies there came from an earlier stream of the origin's name,
+deleted and created again since: the Nats-Stream-Source identity, or a
+mirror's message times, against the origin's creation time), naming why,
+unless --allow-inexact (then a warning).
 The origin's consumers are never changed; --pause-origin pauses them first
 (for a planned switchover, so their position cannot move), and they stay
 paused ("jsctl consumer resume" ends it).
@@ -62,7 +68,7 @@ connection flags as global flags).
 
 --json prints {"origin", "target", "position", "executed", "paused_origin",
 "copies": [{"consumer", "origin_ack_floor", "origin_sequence", "translation":
-{"target_sequence", "from_sequence", "method", "exact", "behind", "requests"},
+{"target_sequence", "from_sequence", "method", "exact", "reason", "behind", "requests"},
 "filter_subjects", "dropped"}], "changes": {the plan of consumer reset --json}}.
 
 Examples:
@@ -109,6 +115,7 @@ func (c *ConsumerCopyCmd) Run(ctx context.Context, env *Env) error {
 		r.wouldPause = true
 	}
 	opts := copyOptions(env, c.Position, c.AllowLag, c.Force)
+	opts.AllowInexact = c.AllowInexact
 	bar := env.Progress("planning")
 	opts.Reset.Progress = bar.Set
 	r.plan, err = failover.PlanCopy(ctx, replica.Side{JS: cl.JS, Stream: c.Stream}, c.Consumers, c.All, replica.Side{JS: tcl.JS, Stream: c.ToStream}, opts)

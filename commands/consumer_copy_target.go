@@ -91,3 +91,9 @@ func (f targetFlags) connect(ctx context.Context, env *Env, origin *jsutil.Clien
 	}
 	return cl, where, cl.Close, nil
 }
+
+// allowInexactFlag accepts a failover position that cannot be translated
+// exactly (consumer copy, snapshot restore --to-stream).
+type allowInexactFlag struct {
+	AllowInexact bool `name:"allow-inexact" help:"Copy even where the position cannot be translated exactly (by time, or the replica's copies there came from an earlier stream of the origin's name), with a warning; else refused."`
+}

@@ -19,6 +19,10 @@ func (ConsumerHistoryCmd) Help() string {
 	return `Lists the resets recorded for a consumer (oldest first) in the KV bucket
 JSCTL_RESET_HISTORY: when, by whom, the method, and the old and new position.
 "jsctl consumer reset STREAM CONSUMER --to-previous" undoes the last one.
+A record that cannot be used (it does not parse, is another consumer's, or
+holds impossible values) is reported on stderr by its key and revision and
+left out; the others are listed. --to-previous refuses while the latest one
+is such a record.
 
 Examples:
   jsctl consumer history ORDERS billing
@@ -31,10 +35,11 @@ func (c *ConsumerHistoryCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	recs, err := reset.History(ctx, cl.JS, "", c.Stream, c.Consumer)
+	recs, bad, err := reset.HistoryChecked(ctx, cl.JS, "", c.Stream, c.Consumer)
 	if err != nil {
 		return err
 	}
+	warnSkipped(env, bad)
 	if p.JSON {
 		return p.PrintJSON(recs)
 	}

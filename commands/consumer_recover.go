@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jsctl/jsctl/jsutil/acks"
 	"github.com/jsctl/jsctl/jsutil/reset"
 )
 
@@ -27,6 +28,22 @@ Without --execute nothing changes; with it, at a terminal it asks first unless
 --yes. Each change is claimed (compare-and-set
 on its intent record) before it is finished, so of two runs started together
 only one finishes it; the other leaves it alone with a warning.
+
+Before anything is done, each change is checked against the consumer as it is
+now: one the change did not find or make (deleted and created again by
+someone else), or whose configuration was edited since the change recorded it,
+is left as it is and reported (state other), for every method. The plan lists
+the configuration finishing a change applies: a recreate's against the
+consumer's own now, a create's (of a consumer that is missing) in full against
+the server's defaults, with the fields that change where messages go or
+whether they are acknowledged (deliver_subject, deliver_group, ack_policy,
+filter subjects, max_deliver) marked (!) and warned about, and the ack records
+it forgets. The intent record is data anyone allowed to write the bucket can
+write: read what the plan shows before --execute. A record that does not
+parse or holds impossible values (names, subjects, times, a configuration to
+create that differs from the recorded one in more than the start, an interest
+holder or ack records that are not the change's own) is reported by its key
+and skipped; the others are still finished.
 
 Every change jsctl makes to a consumer first writes an intent record (the
 consumer's full configuration, its old position and the target) to the KV
@@ -111,6 +128,15 @@ func printRecovery(p *Printer, r *reset.Recovery, note string) error {
 	for _, rc := range r.Changes {
 		who := Escape(rc.Consumer)
 		p.Printf("  %s: %s\n", who, rc.Reason)
+		switch rc.Action {
+		case reset.ActCreate:
+			printConfigDiff(p, who, "recorded configuration it is created with, against the server's defaults", rc.ConfigDiff)
+		case reset.ActRecreate:
+			printConfigDiff(p, who, "recorded configuration it is recreated with, against its own now", rc.ConfigDiff)
+		}
+		if f := rc.Forget; f != nil && !rc.Done {
+			p.Printf("  %s: first forgets the ack records of sequences %d to %d in scope %s (bucket %s)\n", who, f.From, f.To, Escape(acks.ScopeDisplay(f.Scope)), Escape(f.Bucket))
+		}
 		for _, w := range rc.Warnings {
 			p.Printf("  %s: warning: %s\n", who, w)
 		}

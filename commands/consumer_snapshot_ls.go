@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,11 @@ func (ConsumerSnapshotLsCmd) Help() string {
 by whom each was taken, its streams, how many consumers it holds and its description.
 
 --json prints [{"name","description","created","user","host","version","streams",
-"consumers":[{"stream","consumer"}]}].
+"consumers":[{"stream","consumer"}]}]. A snapshot's name is its key in the
+bucket: a document that names itself otherwise is listed under its key, with
+a warning on stderr ("document_name" holds the name it gives itself). A
+record that is not a snapshot document jsctl can use is reported on stderr
+and skipped.
 
 Examples:
   jsctl consumer snapshot ls
@@ -37,6 +42,9 @@ type snapshotSummary struct {
 	Version     int                `json:"version"`
 	Streams     []string           `json:"streams"`
 	Consumers   []positions.Target `json:"consumers"`
+	// NamedAs is the name a stored document gives itself where it is not
+	// its key (name): it is listed, shown and restored by its key.
+	NamedAs string `json:"document_name,omitempty"`
 }
 
 // Run lists the snapshots.
@@ -50,11 +58,12 @@ func (c *ConsumerSnapshotLsCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	warnSkipped(env, bad)
+	warnNamedAs(env, snaps)
 	if p.JSON {
 		out := make([]snapshotSummary, 0, len(snaps))
 		for _, s := range snaps {
 			sum := snapshotSummary{Name: s.Name, Description: s.Description, Created: s.Created, User: s.User, Host: s.Host,
-				Version: s.Version, Streams: s.StreamNames(), Consumers: []positions.Target{}}
+				Version: s.Version, Streams: s.StreamNames(), Consumers: []positions.Target{}, NamedAs: s.NamedAs}
 			for _, st := range s.Streams {
 				for _, cs := range st.Consumers {
 					sum.Consumers = append(sum.Consumers, positions.Target{Stream: st.Name, Consumer: cs.Name})
@@ -82,4 +91,15 @@ func (c *ConsumerSnapshotLsCmd) Run(ctx context.Context, env *Env) error {
 			s.User + "@" + s.Host, PreviewCell([]byte(s.Description), 60)})
 	}
 	return p.Table([]string{"NAME", "CREATED", "STREAMS", "CONSUMERS", "BY", "DESCRIPTION"}, rows)
+}
+
+// warnNamedAs tells people, on stderr, about stored snapshot documents
+// that name themselves otherwise than their key (they are taken by their
+// key).
+func warnNamedAs(env *Env, snaps []*positions.Snapshot) {
+	for _, s := range snaps {
+		if w := s.NameWarning(positions.Bucket); w != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(w))
+		}
+	}
 }

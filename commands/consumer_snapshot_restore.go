@@ -30,6 +30,7 @@ type ConsumerSnapshotRestoreCmd struct {
 	ByTime bool   `name:"by-time" help:"Find each saved position by its saved time (the first message after the saved ack floor's time) instead of its sequence, as for a stream deleted and created again since the snapshot."`
 	pauseFlags
 	targetFlags
+	allowInexactFlag
 }
 
 // Help is the long help of consumer snapshot restore.
@@ -73,6 +74,9 @@ or a stream that sources it, also on another cluster or domain with
 position (ack floor + 1) is translated as jsctl consumer copy does, and the
 output and --json are consumer copy's ("snapshot" names it). The snapshot
 must hold one stream's consumers (name them as STREAM/CONSUMER otherwise).
+The replica's copies are held against the origin the snapshot saw: an
+origin deleted and created again since is refused (exit 5), and a position
+that cannot be translated exactly is refused unless --allow-inexact.
 
 --json prints {"streams", "target": {"kind": "saved", "snapshot"},
 "executed", "changes": [...]} with the changes of consumer reset --json.
@@ -103,6 +107,9 @@ func (c *ConsumerSnapshotRestoreCmd) Validate() error {
 	if c.ToStream == "" {
 		if c.targetFlags.second() {
 			return jsutil.Errorf(jsutil.ErrBadInput, "--to-server, --to-context, --to-js-domain and --to-creds go with --to-stream TARGET")
+		}
+		if c.AllowInexact {
+			return jsutil.Errorf(jsutil.ErrBadInput, "--allow-inexact goes with --to-stream TARGET")
 		}
 		return nil
 	}
@@ -146,6 +153,7 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 		if snap, err = positions.Get(ctx, cl.JS, c.Name, positionsOptions(env, "")); err != nil {
 			return err
 		}
+		warnNamedAs(env, []*positions.Snapshot{snap})
 	}
 	opts := reset.Options{
 		Timeout: env.Globals.Timeout, Now: env.Now, Method: reset.Method(c.Method), Force: c.Force,
@@ -186,7 +194,7 @@ func (c *ConsumerSnapshotRestoreCmd) restoreTo(ctx context.Context, env *Env, p 
 		return err
 	}
 	defer closeTarget()
-	fo := failover.Options{Reset: opts, Positions: positionsOptions(env, "")}
+	fo := failover.Options{Reset: opts, Positions: positionsOptions(env, ""), AllowInexact: c.AllowInexact}
 	bar := env.Progress("planning")
 	fo.Reset.Progress = bar.Set
 	from := replica.Side{Stream: origin}

@@ -50,6 +50,7 @@ func (c *ConsumerSnapshotShowCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	warnNamedAs(env, []*positions.Snapshot{snap})
 	cmps, err := positions.Compare(ctx, cl.JS, snap, opts)
 	if err != nil {
 		return err

@@ -59,6 +59,9 @@ type Env struct {
 	waits *waitLines
 	// log is Stderr as --log-format writes it (log.go); Run sets it.
 	log *stderrLog
+	// notices, when set, gets what jsctl would say on stderr while a
+	// full-screen UI owns the terminal (noticesTo, waits.go).
+	notices func(string)
 }
 
 // stderrLog is jsctl's standard error as --log-format writes it: the one
@@ -73,7 +76,14 @@ func (e *Env) stderrLog() *stderrLog {
 
 // Logger is a log/slog logger for jsctl's own lines on stderr, with fields
 // for --log-format json; in text mode it writes "jsctl: MSG" to Stderr.
-func (e *Env) Logger() *slog.Logger { return e.stderrLog().logger(e.Stderr) }
+// While a full-screen UI owns the terminal (noticesTo), the lines go to
+// the UI as text, whatever the format.
+func (e *Env) Logger() *slog.Logger {
+	if e.notices != nil {
+		return slog.New(textHandler{w: e.Stderr})
+	}
+	return e.stderrLog().logger(e.Stderr)
+}
 
 // logJSON reports whether stderr is written as JSON (--log-format json):
 // then nothing is drawn in place on it.

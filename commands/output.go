@@ -27,6 +27,11 @@ type Printer struct {
 	// Now is the clock deciding which day is today for TableTime (time.Now
 	// when nil).
 	Now func() time.Time
+	// Width, when set, is the width tables must fit (a full-screen UI
+	// prints into it): a wider table is printed as several, each with
+	// the first column and as many of the others as fit, so no column is
+	// lost.
+	Width int
 }
 
 // PrintJSON writes v as indented JSON followed by a newline.
@@ -87,6 +92,9 @@ func TermSafe(s string) string {
 // escaped as payload previews are, so a subject or name holding control
 // characters (an ESC sequence, a newline) cannot garble the terminal.
 func (p *Printer) Table(headers []string, rows [][]string) error {
+	if p.Width > 0 && len(headers) > 2 {
+		return p.fittedTable(headers, rows)
+	}
 	var buf bytes.Buffer
 	t := tablewriter.NewTable(&buf,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
@@ -130,6 +138,59 @@ func (p *Printer) Table(headers []string, rows [][]string) error {
 		}
 	}
 	return nil
+}
+
+// fittedTable prints the table as Table does when it fits p.Width, else
+// as several tables, each with the first column and the next columns
+// that fit, one after the other.
+func (p *Printer) fittedTable(headers []string, rows [][]string) error {
+	render := func(cols []int) (string, int, error) {
+		var buf bytes.Buffer
+		hs := make([]string, len(cols))
+		for i, c := range cols {
+			hs[i] = headers[c]
+		}
+		rs := make([][]string, len(rows))
+		for r, row := range rows {
+			rs[r] = make([]string, len(cols))
+			for i, c := range cols {
+				if c < len(row) {
+					rs[r][i] = row[c]
+				}
+			}
+		}
+		if err := (&Printer{W: &buf}).Table(hs, rs); err != nil {
+			return "", 0, err
+		}
+		w := 0
+		for _, l := range strings.Split(buf.String(), "\n") {
+			w = max(w, utf8.RuneCountInString(l))
+		}
+		return buf.String(), w, nil
+	}
+	var out []string
+	group := []int{0}
+	for c := 1; c <= len(headers); c++ {
+		if c < len(headers) {
+			next := append(append([]int(nil), group...), c)
+			_, w, err := render(next)
+			if err != nil {
+				return err
+			}
+			if w <= p.Width || len(group) == 1 {
+				group = next
+				continue
+			}
+		}
+		text, _, err := render(group)
+		if err != nil {
+			return err
+		}
+		out = append(out, text)
+		group = []int{0, c}
+	}
+	_, err := io.WriteString(p.W, strings.Join(out, "\n"))
+	return err
 }
 
 // Time formats t for people in the printer's zone.

@@ -11,6 +11,7 @@ import (
 type PickCmd struct {
 	Stream   string `arg:"" optional:"" predictor:"stream" help:"Stream (default: choose from a list)."`
 	Consumer string `arg:"" optional:"" predictor:"consumer" help:"Durable consumer (default: choose from a list)."`
+	All      bool   `name:"all" help:"List every stream, also those holding KV buckets and object stores (KV_*, OBJ_*)."`
 	pickFlags
 	Method string `name:"method" enum:"auto,reset,recreate" default:"auto" predictor:"enum" help:"In place with the server's reset API, delete and recreate, or auto (${enum})."`
 	Force  bool   `name:"force" help:"Move a busy consumer while clients read from it (prefer --pause), and accept moves that skip messages for good."`
@@ -23,9 +24,9 @@ type PickCmd struct {
 // pickFlags are the picker's own flags (pick, consumer reset -i, seek -i
 // take the ones they need).
 type pickFlags struct {
-	At           string `name:"at" placeholder:"TIME" predictor:"time" help:"Put the cursor at TIME first (default: the consumer's ack floor, else the last message)."`
+	At           string `name:"at" placeholder:"TIME" predictor:"time" help:"Put the cursor at TIME first (default: the consumer's next message, its ack floor + 1 within its filters)."`
 	Mode         string `name:"mode" enum:"after,before,nearest" default:"after" predictor:"enum" help:"Which message the time selects, switched with m (${enum})."`
-	Subject      string `name:"subject" placeholder:"FILTER" help:"Preview filter, changed with f (default: the consumer's filter)."`
+	Subject      string `name:"subject" placeholder:"FILTER" help:"Preview filter: look at the messages on FILTER (changed with f; default: the consumer's own filters)."`
 	Since        string `name:"since" placeholder:"TIME" predictor:"time" help:"Start of the timeline strip (default: the first message)."`
 	Until        string `name:"until" placeholder:"TIME" predictor:"time" help:"End of the timeline strip (default: the last message)."`
 	ShowMessages int    `name:"show-messages" placeholder:"N" default:"10" help:"How many redelivered (or skipped) messages the review lists."`
@@ -34,18 +35,22 @@ type pickFlags struct {
 // Help is the long help of pick.
 func (PickCmd) Help() string {
 	return `Chooses the moment to move a durable consumer to by looking at it: pick
-the stream and the consumer from lists (type to filter, Enter), then move a
-time cursor and see the message at that time, its neighbours, and what a reset
-there would do; Enter reviews the plan (the table consumer reset prints and the
-messages it redelivers), and y applies it like consumer reset --execute
-(intents, verification, history). Leaving without applying (q, Esc, Ctrl-C)
+the stream and the consumer from lists (type to filter, Enter), then move the
+cursor and see the message there, its neighbours, and what a reset to it would
+do; Enter reviews the plan (the table consumer reset prints and the messages
+it redelivers), and y applies it like consumer reset --execute (intents,
+verification, history). The cursor opens on the consumer's next message (its
+ack floor + 1 within its filters). Leaving without applying (q, Esc, Ctrl-C)
 changes nothing and exits 6. Needs a terminal on stdin and stdout (exit 2
-otherwise: use consumer reset --to-time in scripts).
+otherwise; in a script use consumer reset STREAM CONSUMER --to-time T).
 
-Keys: ←/→ one second, [ ] one minute, PgUp/PgDn one hour, ↑/↓ the previous or
-next message (within the filter), t type a time (any form jsctl accepts), m
-after/before/nearest, f subject filter, Enter review, y apply, n/Esc back,
-q quit. NO_COLOR turns colours off.
+Keys: ←/→ one second, [ ] one minute, PgUp/PgDn one hour (to the whole
+second, selecting the message there by the mode), ↑/↓ the previous or next
+message exactly (within the filter), t type a time (any form jsctl accepts,
+fraction kept), m after/before/nearest, f preview filter (look at other
+subjects; a message the consumer does not receive is marked, and the plan
+names the first one it does), Enter review, y apply, n/Esc back, q quit.
+NO_COLOR turns colours off.
 
 Examples:
   jsctl pick
@@ -79,7 +84,7 @@ func (c *PickCmd) Run(ctx context.Context, env *Env) error {
 		Method: c.Method, Force: c.Force, pauseFlags: c.pauseFlags, ForgetAcks: c.ForgetAcks,
 		AcksBucket: c.AcksBucket, AcksScope: c.AcksScope,
 	}
-	return runPickReset(ctx, env, pickRequest{stream: c.Stream, consumer: c.Consumer, flags: c.pickFlags, opts: r.options(env), what: "jsctl pick"})
+	return runPickReset(ctx, env, pickRequest{stream: c.Stream, consumer: c.Consumer, flags: c.pickFlags, opts: r.options(env), all: c.All, what: "jsctl pick"})
 }
 
 // pickTimes reads --at, --since and --until.

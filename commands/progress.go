@@ -14,9 +14,10 @@ const minProgressSteps = 32
 
 // progress draws a progress bar on stderr for long work (a timeline with
 // many buckets; reset --all, acks forget/compact and consume's status line
-// are meant to use it too). It is drawn only when stderr is a terminal and
-// --json is off, so scripts and logs never see it; otherwise every method
-// does nothing. The library reports through a callback (such as
+// are meant to use it too). It is drawn only when stderr is a terminal,
+// --json is off and no full-screen UI owns the terminal (the picker), so
+// scripts and logs never see it; otherwise every method does nothing.
+// The library reports through a callback (such as
 // seek.TimelineOptions.Progress) and the command hands it Set.
 //
 // The rendering is github.com/schollz/progressbar/v3: throttled redraws,
@@ -32,7 +33,7 @@ type progress struct {
 // draws nothing when stderr is not a terminal, --json is on or stderr is
 // written as JSON (--log-format json).
 func (e *Env) Progress(description string) *progress {
-	if !e.StderrIsTerminal || e.Globals.JSON || e.logJSON() {
+	if !e.StderrIsTerminal || e.Globals.JSON || e.logJSON() || e.notices != nil { // a UI owns the terminal
 		return &progress{}
 	}
 	return &progress{w: e.Stderr, description: description}

@@ -114,14 +114,17 @@ type seekOriginJSON struct {
 	Exact             bool   `json:"exact"`
 	Reason            string `json:"reason,omitempty"`
 	OriginUnreachable bool   `json:"origin_unreachable"`
-	Requests          int    `json:"requests"`
+	// OriginCreated is the origin incarnation the replica's copies were
+	// held against (null: not known, not checked).
+	OriginCreated *time.Time `json:"origin_created"`
+	Requests      int        `json:"requests"`
 }
 
 func seekOriginJSONOf(r *seek.Result, tr *replica.Result) seekOriginJSON {
 	out := seekOriginJSON{
 		seekJSON: seekJSONOf(r), Origin: tr.Origin, OriginSeq: tr.OriginSeq, FromSeq: tr.FromSeq,
-		Method: string(tr.Method), Exact: tr.Method != replica.ByTime, Reason: tr.Reason,
-		OriginUnreachable: tr.OriginUnreachable, Requests: tr.Requests,
+		Method: string(tr.Method), Exact: tr.Exact, Reason: tr.Reason,
+		OriginUnreachable: tr.OriginUnreachable, OriginCreated: tr.OriginCreated, Requests: tr.Requests,
 	}
 	out.Strategy = "origin"
 	if r.Target.IsZero() {
@@ -138,6 +141,10 @@ func seekOriginJSONOf(r *seek.Result, tr *replica.Result) seekOriginJSON {
 
 // methodText says how the position was found, in words.
 func methodText(tr *replica.Result) string {
+	switch {
+	case tr.Method != replica.ByTime && !tr.Exact:
+		return string(tr.Method) + " (not exact: " + tr.Reason + ")"
+	}
 	switch tr.Method {
 	case replica.Mirror:
 		return "mirror (exact: a mirror stores each message at its origin sequence)"
@@ -196,16 +203,30 @@ func printSeekOrigin(p *Printer, r *seek.Result, tr *replica.Result, around int)
 
 // neighbourOrigin is where a neighbour came from: "ORIGIN:SEQ" (a mirror's
 // own sequence, or its Nats-Stream-Source header), "-" when not recorded.
+//
+// A copy of an earlier stream of the origin's name (deleted and created
+// again since: jsutil.Identity.CopyOf against the origin the translation
+// was held against) is marked "(earlier)".
 func neighbourOrigin(m seek.Message, tr *replica.Result) string {
+	earlier := func(ident string) string {
+		if same, known := jsutil.RecordedStream(tr.Origin, tr.OriginCreated).CopyOf(ident, m.Time); known && !same {
+			return " (earlier)"
+		}
+		return ""
+	}
 	if tr.Method == replica.Mirror {
-		return tr.Origin + ":" + strconv.FormatUint(m.Sequence, 10)
+		return tr.Origin + ":" + strconv.FormatUint(m.Sequence, 10) + earlier("")
 	}
 	for k, v := range m.Header {
 		if strings.EqualFold(k, "Nats-Stream-Source") && len(v) > 0 {
 			f := strings.Fields(v[0])
 			if len(f) >= 2 {
 				name, _, _ := strings.Cut(f[0], ":")
-				return Escape(name) + ":" + f[1]
+				mark := ""
+				if name == tr.Origin {
+					mark = earlier(jsutil.SourceIdentity(v[0]))
+				}
+				return Escape(name) + ":" + f[1] + mark
 			}
 		}
 	}

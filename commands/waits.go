@@ -1,10 +1,12 @@
 package commands
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +30,9 @@ import (
 //     12s of 30s"; elsewhere without --json that line is printed plainly when
 //     the wait starts and then every waitNoticeEvery; with --json nothing.
 //     The wait's outcome is stated once, in the change's pause line.
+//   - While a full-screen UI owns the terminal (the picker), nothing is
+//     written to stderr: every line goes to the UI instead (noticesTo),
+//     which shows it on its status line.
 
 // waitNoticeEvery is how often a plain line repeats while a wait goes on.
 const waitNoticeEvery = 10 * time.Second
@@ -45,6 +50,54 @@ type waitLines struct {
 	// last is when each kind of plain line was last printed ("" for
 	// unanswered requests, else the consumer).
 	last map[string]time.Time
+	// to, when set, gets each line instead of w, every time (see
+	// noticesTo).
+	to func(string)
+}
+
+// noticesTo sends what jsctl would say on stderr to f until restore is
+// called: the wait lines, and anything written to env.Stderr (a full
+// line at a time). A UI that owns the terminal shows them; progress bars
+// are not drawn meanwhile.
+func (e *Env) noticesTo(f func(string)) (restore func()) {
+	l := e.waitLines()
+	l.mu.Lock()
+	l.to = f
+	l.mu.Unlock()
+	stderr := e.Stderr
+	e.notices = f
+	e.Stderr = &noticeWriter{to: f}
+	return func() {
+		l.mu.Lock()
+		l.to = nil
+		l.mu.Unlock()
+		e.notices, e.Stderr = nil, stderr
+	}
+}
+
+// noticeWriter hands each line written to it to a notice callback,
+// without the "jsctl: " prefix and with terminal controls removed.
+type noticeWriter struct {
+	mu   sync.Mutex
+	to   func(string)
+	part []byte
+}
+
+func (w *noticeWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.part = append(w.part, b...)
+	for {
+		i := bytes.IndexAny(w.part, "\r\n")
+		if i < 0 {
+			return len(b), nil
+		}
+		line := strings.TrimPrefix(TermSafe(strings.TrimSpace(string(w.part[:i]))), "jsctl: ")
+		w.part = w.part[i+1:]
+		if line != "" {
+			w.to(line)
+		}
+	}
 }
 
 func (e *Env) waitLines() *waitLines {
@@ -93,6 +146,12 @@ func (l *waitLines) drain(d reset.Drain) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.to != nil {
+		if d.Outcome == "" {
+			l.to(msg)
+		}
+		return
+	}
 	if d.Outcome != "" {
 		l.clear()
 		return
@@ -107,6 +166,10 @@ func (l *waitLines) drain(d reset.Drain) {
 func (l *waitLines) plain(key, msg string, attrs ...slog.Attr) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.to != nil {
+		l.to(msg)
+		return
+	}
 	if t, ok := l.last[key]; ok && time.Since(t) < waitNoticeEvery {
 		return
 	}

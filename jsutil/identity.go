@@ -211,3 +211,53 @@ func StreamIdentityHash(created time.Time) string {
 	}
 	return b.String()
 }
+
+// Is reports whether now is known to be the incarnation id recorded: the
+// same kind and name, and both creation times known and equal. Unlike
+// Same, an unknown creation time proves nothing here: Is answers "was
+// this object made then?", as when a change tells its own consumer from
+// one someone else made.
+func (id Identity) Is(now Identity) bool {
+	return id.Known() && now.Known() && id.Same(now)
+}
+
+// Hash is the server's stream identity of the incarnation
+// (StreamIdentityHash), "" when its creation time is not known.
+func (id Identity) Hash() string {
+	if !id.Known() {
+		return ""
+	}
+	return StreamIdentityHash(*id.Created)
+}
+
+// SourceIdentity is the origin identity a Nats-Stream-Source header
+// carries: its sixth field, which nats-server 2.14+ writes
+// (server/stream.go genSourceHeader: "<name> <seq> <filter> <destination>
+// <subject> <ident>"); "" for a header of an older server.
+func SourceIdentity(header string) string {
+	f := strings.Split(header, " ")
+	if len(f) < 6 {
+		return ""
+	}
+	return f[5]
+}
+
+// CopyOf reports whether a replica's copy was made from this incarnation of
+// its origin stream, and whether that could be told (known false: the
+// incarnation's creation time is not known). ident is the copy's
+// SourceIdentity, stored the time the replica stored the copy: the
+// identity decides where the copy has one; otherwise the time does, as
+// the origin's messages all come after its creation (a mirror keeps each
+// message's origin time, by the origin's clock; a sourced copy is stored
+// after its origin message, by the replica's clock, so servers whose
+// clocks differ can misjudge a copy made within that difference of the
+// origin's creation).
+func (id Identity) CopyOf(ident string, stored time.Time) (same, known bool) {
+	if !id.Known() {
+		return true, false
+	}
+	if ident != "" {
+		return ident == id.Hash(), true
+	}
+	return !stored.Before(*id.Created), true
+}

@@ -40,15 +40,25 @@ func runUntil(m *Model, cmd tea.Cmd, done func() bool) {
 	}
 }
 
-// BenchmarkCursorMove measures a cursor move (→ or ←, one second) on a
-// stream of -picker.benchmsgs messages (default 1,000,000; building it
-// takes a while, once for all sub-benchmarks), from the key to the screen
-// showing the message at the new time: "uncached" asks the server (seek
-// with its neighbours, after the debounce), "cached" answers from the
-// cache, "debounced" adds the default debounce (the wait after the last
-// key of a burst).
+// BenchmarkCursorMove measures a cursor move on a stream of
+// -picker.benchmsgs messages (default 1,000,000; building it takes a
+// while, once for all sub-benchmarks), from the key to the screen showing
+// the cursor's own answer (its message and neighbours):
 //
-//	go test ./internal/picker -run '^$' -bench CursorMove -benchtime 200x
+//   - fresh: → (one second on) asks the server (seek with its
+//     neighbours) with no debounce;
+//
+//   - cached: → and ← between two seconds already asked, answered from
+//     the cache;
+//
+//   - debounced: fresh with the default 25ms debounce (the wait after the
+//     last key of a burst), which is what a person sees;
+//
+//   - step: ↓ (the next message), fresh, with the default debounce: the
+//     message shows at once from the neighbours, its own neighbours with
+//     the answer.
+//
+//     go test ./internal/picker -run '^$' -bench CursorMove -benchtime 200x
 func BenchmarkCursorMove(b *testing.B) {
 	s := testserver.Start(b)
 	js, err := jetstream.New(testserver.Connect(b, s))
@@ -84,25 +94,53 @@ func BenchmarkCursorMove(b *testing.B) {
 
 	src := &JetStreamSource{JS: js, Now: time.Now}
 	m := New(ctx, src, Config{Kind: ForSeek, Stream: "BENCH", Start: first, Mode: seek.After})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	runUntil(m, m.Init(), m.settled)
-	move := func(b *testing.B, uncached bool) {
-		for i := 0; i < b.N; i++ {
-			k := tea.KeyPressMsg{Code: tea.KeyRight}
-			if m.cursor.Add(time.Second).After(last) {
-				k = tea.KeyPressMsg{Code: tea.KeyLeft}
-				m.cursor = last.Add(time.Second)
-			}
-			if uncached {
-				clear(m.cache)
-			}
-			_, cmd := m.Update(k)
-			runUntil(m, cmd, m.settled)
-			if m.shown == nil || m.shown.Message == nil {
-				b.Fatalf("no message at %s", m.cursor)
-			}
+	press := func(k tea.KeyPressMsg) {
+		_, cmd := m.Update(k)
+		runUntil(m, cmd, m.settled)
+		if m.curMsg == nil {
+			b.Fatalf("no message at %s", m.curTime)
 		}
 	}
-	b.Run("uncached", func(b *testing.B) { m.cfg.Debounce = time.Nanosecond; move(b, true) })
-	b.Run("cached", func(b *testing.B) { move(b, false) })
-	b.Run("debounced", func(b *testing.B) { m.cfg.Debounce = 25 * time.Millisecond; move(b, true) })
+	right, left, down := tea.KeyPressMsg{Code: tea.KeyRight}, tea.KeyPressMsg{Code: tea.KeyLeft}, tea.KeyPressMsg{Code: tea.KeyDown}
+	// fresh moves → through the stream, back to its start at the end.
+	fresh := func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if !m.curTime.Add(time.Second).Before(last) {
+				b.StopTimer()
+				runUntil(m, m.setTime(first), m.settled)
+				b.StartTimer()
+			}
+			clear(m.cache)
+			press(right)
+		}
+	}
+	b.Run("fresh", func(b *testing.B) { m.cfg.Debounce = time.Nanosecond; fresh(b) })
+	b.Run("cached", func(b *testing.B) {
+		m.cfg.Debounce = time.Nanosecond
+		press(right)
+		press(left)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if i%2 == 0 {
+				press(right)
+			} else {
+				press(left)
+			}
+		}
+	})
+	b.Run("debounced", func(b *testing.B) { m.cfg.Debounce = 25 * time.Millisecond; fresh(b) })
+	b.Run("step", func(b *testing.B) {
+		m.cfg.Debounce = 25 * time.Millisecond
+		for i := 0; i < b.N; i++ {
+			if m.curPos >= info.State.LastSeq {
+				b.StopTimer()
+				runUntil(m, m.setTime(first), m.settled)
+				b.StartTimer()
+			}
+			clear(m.cache)
+			press(down)
+		}
+	})
 }

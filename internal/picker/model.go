@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/jsctl/jsctl/jsutil/seek"
 )
@@ -28,11 +29,32 @@ const (
 	inputFilter
 )
 
-// seekKey identifies a cursor position's answer.
-type seekKey struct {
-	unix    int64
-	mode    seek.Mode
-	subject string
+// lookKey identifies a cursor position's answer: a time with its mode, or
+// a message (the first at or after seq), within a filter.
+type lookKey struct {
+	seq    uint64    // > 0: the first message at or after seq
+	at     int64     // the time (UnixNano), when seq is 0
+	mode   seek.Mode // with at
+	filter string    // the filter in force (filterKey)
+}
+
+// answer is an answer with the number of neighbours asked on each side.
+type answer struct {
+	key    lookKey
+	res    *seek.Result
+	around int
+}
+
+// tlKey identifies a timeline.
+type tlKey struct {
+	filter  string
+	buckets int
+}
+
+// recvAt is the first message the consumer receives from a position on.
+type recvAt struct {
+	seq uint64        // its sequence (the stream's last + 1 when none yet)
+	msg *seek.Message // nil when there is none yet
 }
 
 // Messages the model sends itself.
@@ -47,27 +69,33 @@ type (
 		err    error
 	}
 	timelineMsg struct {
-		subject string
-		res     *seek.TimelineResult
-		err     error
-	}
-	seekMsg struct {
-		key seekKey
-		res *seek.Result
+		key tlKey
+		res *seek.TimelineResult
 		err error
 	}
-	// startMsg is the answer that places the first cursor.
-	startMsg struct {
-		t   time.Time
+	lookMsg struct {
+		ans *answer
+		err error
+	}
+	// lastMsg is the last message within the filter (seek -i starts there).
+	lastMsg struct {
+		filter string
+		msg    *seek.Message
+		err    error
+	}
+	recvMsg struct {
+		pos uint64
+		at  *recvAt
 		err error
 	}
 	planMsg struct {
-		key    seekKey
+		seq    uint64
 		review bool
 		plan   *reset.Plan
 		err    error
 	}
 	debounceMsg struct{ gen int }
+	resizeMsg   struct{ gen int }
 	spinMsg     struct{}
 )
 
@@ -76,6 +104,7 @@ type Model struct {
 	ctx context.Context
 	src Source
 	cfg Config
+	now func() time.Time
 
 	screen        screen
 	width, height int
@@ -85,38 +114,60 @@ type Model struct {
 	consumers []ConsumerRow
 	filter    string
 	sel       int
-	loading   bool // a list or the first cursor is loading
+	loading   bool // a list, the consumer or the first cursor is loading
+	loadSince time.Time
+	listErr   error
 
 	stream, consumer string
 	cons             *ConsumerRow
 
-	// Pick.
-	cursor  time.Time
+	// Pick: the cursor.
 	mode    seek.Mode
-	subject string
+	preview string
+	cur     lookKey       // the cursor's key
+	curTime time.Time     // the time shown (zero: none)
+	curPos  uint64        // the cursor's position: the Sequence shown
+	curMsg  *seek.Message // the message there (nil: none)
+	known   bool          // curPos and curMsg are the cursor's own
+	shown   *answer       // the answer whose neighbours are on screen
+	pending int           // ↑/↓ steps waiting for the cursor's answer
 	gen     int
-	cache   map[seekKey]*seek.Result
-	errs    map[seekKey]error
-	shown   *seek.Result // the last answer shown
-	shownAt seekKey
-	waiting int // lookups in flight
-	spin    int
-	spinOn  bool
-	plans   map[seekKey]*reset.Plan
-	planErr error
+	cache   map[lookKey]*answer
+	asked   map[lookKey]time.Time // lookups in flight, since when
+	lookErr error                 // the cursor's lookup failed
+	flash   string                // a note about the last key
+	// What the consumer receives, and plans, by position.
+	recv      map[uint64]*recvAt
+	recvAsked map[uint64]bool
+	recvErr   error
+	plans     map[uint64]*reset.Plan
+	planAsked map[uint64]time.Time
+	planErr   error
 
-	timeline    *seek.TimelineResult
-	timelineErr error
+	timeline   *seek.TimelineResult
+	tlShown    tlKey
+	tlWant     tlKey
+	tlErr      error
+	tlSince    time.Time // the wanted timeline is loading since (zero: not)
+	tlProgress TimelineProgress
+	resizeGen  int
 
-	input     input
-	text      string
-	inputErr  string
-	statusErr error
+	input    input
+	text     string
+	inputErr string
+	notice   string
+
+	spin   int
+	spinOn bool
 
 	// Review.
-	review    *reset.Plan
-	reviewKey seekKey
-	reviewErr error
+	review      *reset.Plan
+	reviewSeq   uint64
+	reviewRecv  *recvAt       // the first message the consumer receives
+	reviewShown *seek.Message // the message shown when Enter was pressed
+	reviewErr   error
+	reviewSince time.Time
+	scroll      int
 
 	out      Outcome
 	quitting bool
@@ -137,14 +188,15 @@ func New(ctx context.Context, src Source, cfg Config) *Model {
 	if cfg.ShowMessages <= 0 {
 		cfg.ShowMessages = 10
 	}
-	if cfg.Buckets <= 0 {
-		cfg.Buckets = 50
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
 	}
 	m := &Model{
-		ctx: ctx, src: src, cfg: cfg, width: 80, height: 24,
-		stream: cfg.Stream, consumer: cfg.Consumer, mode: cfg.Mode, subject: cfg.Subject,
-		cache: map[seekKey]*seek.Result{}, errs: map[seekKey]error{}, plans: map[seekKey]*reset.Plan{},
+		ctx: ctx, src: src, cfg: cfg, now: now, width: 80, height: 24,
+		stream: cfg.Stream, consumer: cfg.Consumer, mode: cfg.Mode, preview: cfg.Preview,
 	}
+	m.clearPick()
 	switch {
 	case m.stream == "":
 		m.screen = screenStreams
@@ -154,6 +206,16 @@ func New(ctx context.Context, src Source, cfg Config) *Model {
 		m.screen = screenPick
 	}
 	return m
+}
+
+// clearPick forgets every answer (another stream or consumer).
+func (m *Model) clearPick() {
+	m.cache, m.asked = map[lookKey]*answer{}, map[lookKey]time.Time{}
+	m.recv, m.recvAsked = map[uint64]*recvAt{}, map[uint64]bool{}
+	m.plans, m.planAsked = map[uint64]*reset.Plan{}, map[uint64]time.Time{}
+	m.shown, m.known, m.curPos, m.curMsg, m.curTime, m.cur = nil, false, 0, nil, time.Time{}, lookKey{}
+	m.timeline, m.tlShown, m.tlWant, m.tlErr, m.tlSince = nil, tlKey{}, tlKey{}, nil, time.Time{}
+	m.lookErr, m.recvErr, m.planErr, m.pending = nil, nil, nil, 0
 }
 
 // Outcome is how the picker ended (read it after the program returns).
@@ -170,127 +232,31 @@ func (m *Model) Init() tea.Cmd {
 	return m.startPick()
 }
 
-// startPick enters the pick screen: it reads the consumer (ForReset), the
-// timeline, and the first cursor time.
-func (m *Model) startPick() tea.Cmd {
-	m.screen, m.loading = screenPick, true
-	stream := m.stream
-	cmds := []tea.Cmd{m.loadTimeline()}
-	if m.cfg.Kind == ForReset && m.cons == nil {
-		cmds = append(cmds, func() tea.Msg {
-			rows, err := m.src.Consumers(m.ctx, stream)
-			return consumersMsg{stream, rows, err}
-		})
-		return tea.Batch(cmds...) // the cursor starts once the consumer is known
+// subjects is the filter in force: the preview filter, else the
+// consumer's own filters (none: all subjects).
+func (m *Model) subjects() []string {
+	if m.preview != "" {
+		return []string{m.preview}
 	}
-	return tea.Batch(append(cmds, m.firstCursor())...)
+	if m.cons != nil {
+		return m.cons.Filters
+	}
+	return nil
 }
 
-// firstCursor places the cursor: Config.Start, the consumer's ack floor
-// time, or the stream's last message time (each to the second).
-func (m *Model) firstCursor() tea.Cmd {
-	if m.subject == "" && m.cons != nil && len(m.cons.Filters) == 1 {
-		m.subject = m.cons.Filters[0]
-	}
-	switch {
-	case !m.cfg.Start.IsZero():
-		return m.setCursor(m.cfg.Start)
-	case m.cons != nil && m.cons.AckFloorTime != nil:
-		return m.setCursor(*m.cons.AckFloorTime)
-	}
-	stream, subject := m.stream, m.subject
-	return func() tea.Msg {
-		r, err := m.src.Seek(m.ctx, stream, time.Now().Add(time.Hour), seek.Before, subject)
-		if err != nil {
-			return startMsg{err: err}
-		}
-		if r.Message == nil {
-			return startMsg{t: time.Now()}
-		}
-		return startMsg{t: r.Message.Time}
-	}
-}
+// filterKey names a set of filter subjects (which hold no spaces).
+func filterKey(subjects []string) string { return strings.Join(subjects, " ") }
 
-func (m *Model) loadTimeline() tea.Cmd {
-	stream, subject, n := m.stream, m.subject, m.cfg.Buckets
-	return func() tea.Msg {
-		res, err := m.src.Timeline(m.ctx, stream, subject, n)
-		return timelineMsg{subject, res, err}
-	}
-}
-
-func (m *Model) key() seekKey { return seekKey{m.cursor.Unix(), m.mode, m.subject} }
-
-// setCursor moves the cursor to t (to the second) and shows its answer at
-// once when cached, else after the debounce.
-func (m *Model) setCursor(t time.Time) tea.Cmd {
-	m.cursor = t.Truncate(time.Second)
-	m.loading = false
-	m.gen++
-	if m.show() {
-		return m.planCmd()
-	}
-	gen := m.gen
-	return tea.Batch(tea.Tick(m.cfg.Debounce, func(time.Time) tea.Msg { return debounceMsg{gen} }), m.spinCmd())
-}
-
-// show displays the cached answer of the cursor, if any.
-func (m *Model) show() bool {
-	k := m.key()
-	if r, ok := m.cache[k]; ok {
-		m.shown, m.shownAt, m.statusErr = r, k, nil
-		return true
-	}
-	if err, ok := m.errs[k]; ok {
-		m.statusErr = err
-		return true
-	}
-	return false
-}
-
-// settled says whether the screen shows the cursor's own answer.
-func (m *Model) settled() bool {
-	_, ok := m.cache[m.key()]
-	_, bad := m.errs[m.key()]
-	return ok || bad
-}
-
-func (m *Model) lookup() tea.Cmd {
-	k := m.key()
-	stream := m.stream
-	m.waiting++
-	return func() tea.Msg {
-		res, err := m.src.Seek(m.ctx, stream, time.Unix(k.unix, 0), k.mode, k.subject)
-		return seekMsg{k, res, err}
-	}
-}
-
-// planCmd asks for the one-line plan of the cursor (ForReset).
-func (m *Model) planCmd() tea.Cmd {
-	if m.cfg.Kind != ForReset || m.consumer == "" {
+func splitFilter(key string) []string {
+	if key == "" {
 		return nil
 	}
-	k := seekKey{m.cursor.Unix(), m.mode, ""}
-	if _, ok := m.plans[k]; ok {
-		return nil
-	}
-	stream, consumer := m.stream, m.consumer
-	return func() tea.Msg {
-		pl, err := m.src.Plan(m.ctx, stream, consumer, time.Unix(k.unix, 0), k.mode, 0)
-		return planMsg{key: k, plan: pl, err: err}
-	}
+	return strings.Split(key, " ")
 }
 
-func (m *Model) spinCmd() tea.Cmd {
-	if m.spinOn {
-		return nil
-	}
-	m.spinOn = true
-	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg { return spinMsg{} })
-}
-
-func (m *Model) busy() bool {
-	return m.loading || (m.screen == screenPick && !m.settled()) || (m.screen == screenReview && m.review == nil && m.reviewErr == nil)
+// ownFilter says whether the filter in force is the consumer's own.
+func (m *Model) ownFilter() bool {
+	return m.cons != nil && filterKey(m.subjects()) == filterKey(m.cons.Filters)
 }
 
 // Update handles keys, resizes and answers.
@@ -298,7 +264,28 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		if m.screen == screenPick || m.screen == screenReview {
+			// Resizes come in bursts: the strip and the neighbours are
+			// asked again for the size the terminal settles on.
+			m.resizeGen++
+			gen := m.resizeGen
+			return m, tea.Tick(150*time.Millisecond, func(time.Time) tea.Msg { return resizeMsg{gen} })
+		}
 		return m, nil
+	case resizeMsg:
+		if msg.gen != m.resizeGen || m.screen != screenPick {
+			return m, nil
+		}
+		var cmds []tea.Cmd
+		if m.tlWant.buckets != 0 && m.buckets() != m.tlWant.buckets {
+			cmds = append(cmds, m.loadTimeline())
+		}
+		if a := m.cache[m.cur]; a != nil && m.settled() && a.around < m.around() {
+			if _, inFlight := m.asked[m.cur]; !inFlight {
+				cmds = append(cmds, m.lookup(m.cur)) // more neighbours fit now
+			}
+		}
+		return m, tea.Batch(cmds...)
 	case spinMsg:
 		m.spinOn = false
 		if m.busy() {
@@ -306,70 +293,55 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.spinCmd()
 		}
 		return m, nil
+	case Notice:
+		m.notice = msg.Text
+		return m, nil
+	case TimelineProgress:
+		m.tlProgress = msg
+		return m, nil
 	case streamsMsg:
-		m.loading, m.streams, m.statusErr = false, msg.rows, msg.err
+		m.loading, m.streams, m.listErr = false, msg.rows, msg.err
+		m.answered(msg.err)
 		return m, nil
 	case consumersMsg:
-		if msg.stream != m.stream {
-			return m, nil
-		}
-		m.loading, m.statusErr = false, msg.err
-		if m.screen == screenPick {
-			for i := range msg.rows {
-				if msg.rows[i].Name == m.consumer {
-					m.cons = &msg.rows[i]
-				}
-			}
-			if m.cons == nil && msg.err == nil {
-				m.statusErr = errorf("consumer %q not found on stream %q", m.consumer, m.stream)
-				return m, nil
-			}
-			return m, m.firstCursor()
-		}
-		m.consumers = msg.rows
-		return m, nil
+		return m.onConsumers(msg)
 	case timelineMsg:
-		if msg.subject == m.subject {
-			m.timeline, m.timelineErr = msg.res, msg.err
-		}
-		return m, nil
-	case startMsg:
-		if msg.err != nil {
-			m.loading, m.statusErr = false, msg.err
+		m.answered(msg.err)
+		if msg.key != m.tlWant {
 			return m, nil
 		}
-		return m, m.setCursor(msg.t)
+		m.tlSince = time.Time{}
+		if msg.err != nil {
+			m.tlErr = msg.err
+			return m, nil
+		}
+		m.timeline, m.tlShown, m.tlErr = msg.res, msg.key, nil
+		return m, nil
+	case lastMsg:
+		m.answered(msg.err)
+		return m, m.onLast(msg)
+	case lookMsg:
+		return m, m.onLook(msg)
+	case recvMsg:
+		m.answered(msg.err)
+		delete(m.recvAsked, msg.pos)
+		if msg.err != nil {
+			m.recvErr = msg.err
+			return m, nil
+		}
+		m.recv[msg.pos], m.recvErr = msg.at, nil
+		return m, m.afterKnown()
+	case planMsg:
+		m.answered(msg.err)
+		return m, m.onPlan(msg)
 	case debounceMsg:
 		if msg.gen != m.gen || m.settled() {
 			return m, nil
 		}
-		return m, m.lookup()
-	case seekMsg:
-		m.waiting--
-		if msg.err != nil {
-			m.errs[msg.key] = msg.err
-		} else {
-			m.cache[msg.key] = msg.res
-		}
-		if msg.key == m.key() {
-			m.show()
-			return m, m.planCmd()
-		}
-		return m, nil
-	case planMsg:
-		if msg.review {
-			if msg.key == m.reviewKey && m.screen == screenReview {
-				m.review, m.reviewErr = msg.plan, msg.err
-			}
+		if _, inFlight := m.asked[m.cur]; inFlight {
 			return m, nil
 		}
-		if msg.err != nil {
-			m.planErr = msg.err
-			return m, nil
-		}
-		m.planErr = nil
-		m.plans[msg.key] = msg.plan
-		return m, nil
+		return m, m.lookup(m.cur)
 	case tea.KeyPressMsg:
 		return m.onKey(msg)
 	case tea.PasteMsg:
@@ -383,9 +355,44 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// answered clears the notice once the server has answered a request.
+func (m *Model) answered(err error) {
+	if err == nil {
+		m.notice = ""
+	}
+}
+
+func (m *Model) onConsumers(msg consumersMsg) (tea.Model, tea.Cmd) {
+	if msg.stream != m.stream {
+		return m, nil
+	}
+	m.answered(msg.err)
+	m.loading, m.listErr = false, msg.err
+	if m.screen != screenPick {
+		m.consumers = msg.rows
+		return m, nil
+	}
+	for i := range msg.rows {
+		if msg.rows[i].Name == m.consumer {
+			m.cons = &msg.rows[i]
+		}
+	}
+	if m.cons == nil && msg.err == nil {
+		m.listErr = errorf("consumer %q not found on stream %q", m.consumer, m.stream)
+		return m, nil
+	}
+	if m.cons == nil {
+		return m, nil
+	}
+	return m, m.openCursor()
+}
+
 func (m *Model) quit(done bool) (tea.Model, tea.Cmd) {
 	m.quitting = true
-	m.out = Outcome{Done: done, Stream: m.stream, Consumer: m.consumer, Time: m.cursor, Mode: m.mode, Subject: m.subject}
+	m.out = Outcome{Done: done, Stream: m.stream, Consumer: m.consumer, Time: m.curTime, Mode: m.mode, Preview: m.preview}
+	if m.curMsg != nil {
+		m.out.Time = m.curMsg.Time
+	}
 	if done && m.cfg.Kind == ForReset {
 		m.out.Plan = m.review
 	}
@@ -418,6 +425,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if m.input != inputNone {
 		return m.onInputKey(k)
 	}
+	m.flash = ""
 	switch k.String() {
 	case "q", "esc":
 		return m.quit(false)
@@ -446,64 +454,29 @@ func (m *Model) onKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		default:
 			m.mode = seek.After
 		}
-		return m, m.setCursor(m.cursor)
+		if m.curTime.IsZero() {
+			return m, nil // no time to select by yet
+		}
+		return m, m.setTime(m.curTime)
 	case "t":
 		m.input, m.text, m.inputErr = inputTime, "", ""
 		return m, nil
 	case "f":
-		m.input, m.text, m.inputErr = inputFilter, m.subject, ""
+		m.input, m.text, m.inputErr = inputFilter, m.preview, ""
 		return m, nil
 	case "enter":
-		if m.cursor.IsZero() || !m.settled() {
+		if !m.settled() {
 			return m, nil
 		}
 		if m.cfg.Kind == ForSeek {
 			return m.quit(true)
 		}
+		if _, ok := m.receivable(); !ok {
+			return m, nil
+		}
 		return m, m.startReview()
 	}
 	return m, nil
-}
-
-func (m *Model) move(d time.Duration) tea.Cmd {
-	if m.cursor.IsZero() {
-		return nil
-	}
-	return m.setCursor(m.cursor.Add(d))
-}
-
-// step moves the cursor to the time of the previous (dir -1) or next
-// message within the filter, from the neighbours of the shown answer: the
-// nearest one in another second, since the cursor moves by whole seconds.
-func (m *Model) step(dir int) tea.Cmd {
-	r := m.shown
-	if r == nil || m.cursor.IsZero() {
-		return nil
-	}
-	sec := m.cursor
-	if r.Message != nil {
-		sec = r.Message.Time.Truncate(time.Second)
-	}
-	var pick *seek.Message
-	for i := range r.Neighbours {
-		n := &r.Neighbours[i]
-		ns := n.Time.Truncate(time.Second)
-		if dir > 0 && ns.After(sec) && (r.Message != nil || !n.Time.Before(m.cursor)) {
-			pick = n
-			break
-		}
-		if dir < 0 && ns.Before(sec) {
-			pick = n
-		}
-	}
-	if pick == nil {
-		return m.move(time.Duration(dir) * time.Second)
-	}
-	t := pick.Time.Truncate(time.Second)
-	if m.mode == seek.Before && !t.Equal(pick.Time) {
-		t = t.Add(time.Second) // the last message at or before t
-	}
-	return m.setCursor(t)
 }
 
 func (m *Model) onInputKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
@@ -519,34 +492,30 @@ func (m *Model) onInputKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "enter":
 		text := strings.TrimSpace(m.text)
 		if m.input == inputFilter {
+			if text != "" {
+				if err := jsutil.CheckSubjectFilter("the preview filter", text); err != nil {
+					m.inputErr = safe(err.Error())
+					return m, nil
+				}
+			}
 			m.input = inputNone
-			if text == m.subject {
+			if text == m.preview {
 				return m, nil
 			}
-			m.subject, m.timeline, m.timelineErr = text, nil, nil
-			return m, tea.Batch(m.loadTimeline(), m.setCursor(m.cursor))
+			m.preview = text
+			return m, m.filterChanged()
 		}
 		t, err := m.src.ParseTime(text)
 		if err != nil {
-			m.inputErr = err.Error()
+			m.inputErr = safe(err.Error())
 			return m, nil
 		}
 		m.input = inputNone
-		return m, m.setCursor(t)
+		return m, m.setTime(t)
 	default:
 		m.text += k.Text
 	}
 	return m, nil
-}
-
-func (m *Model) startReview() tea.Cmd {
-	m.screen, m.review, m.reviewErr = screenReview, nil, nil
-	m.reviewKey = m.key()
-	k, stream, consumer, n := m.reviewKey, m.stream, m.consumer, m.cfg.ShowMessages
-	return tea.Batch(func() tea.Msg {
-		pl, err := m.src.Plan(m.ctx, stream, consumer, time.Unix(k.unix, 0), k.mode, n)
-		return planMsg{key: k, review: true, plan: pl, err: err}
-	}, m.spinCmd())
 }
 
 func (m *Model) onReviewKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
@@ -559,6 +528,15 @@ func (m *Model) onReviewKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.screen, m.review, m.reviewErr = screenPick, nil, nil
 	case "q":
 		return m.quit(false)
+	case "up":
+		m.scroll--
+	case "down":
+		m.scroll++
+	case "pgup":
+		m.scroll -= max(m.height-6, 1)
+	case "pgdown":
+		m.scroll += max(m.height-6, 1)
 	}
+	m.clampScroll()
 	return m, nil
 }

@@ -1,7 +1,6 @@
 package picker
 
 import (
-	tea "charm.land/bubbletea/v2"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -11,14 +10,15 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-)
 
-// HelpPick is the pick screen's key line.
-const HelpPick = "←/→ 1s [/] 1min PgUp/PgDn 1h ↑/↓ msg t time m mode f filter Enter %s q quit"
+	tea "charm.land/bubbletea/v2"
+	"github.com/jsctl/jsctl/jsutil/seek"
+)
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+// indent is where the values of the preview's labelled lines start.
+const indent = "          "
 
 // style wraps s in an SGR sequence unless colours are off.
 func (m *Model) style(code, s string) string {
@@ -28,7 +28,13 @@ func (m *Model) style(code, s string) string {
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
+// timeText shows t to the nanosecond it holds (no trailing zeros).
 func (m *Model) timeText(t time.Time) string {
+	return t.In(m.cfg.Loc).Format("2006-01-02 15:04:05.999999999 MST")
+}
+
+// secondText shows t to the second (lists, ranges).
+func (m *Model) secondText(t time.Time) string {
 	return t.In(m.cfg.Loc).Format("2006-01-02 15:04:05 MST")
 }
 
@@ -39,7 +45,7 @@ func (m *Model) View() tea.View {
 	return v
 }
 
-// Render draws the screen as text, cut to the terminal's size.
+// Render draws the screen as text that fits the terminal.
 func (m *Model) Render() string {
 	var lines []string
 	switch m.screen {
@@ -54,133 +60,101 @@ func (m *Model) Render() string {
 	if len(lines) > h {
 		lines = lines[:h]
 	}
+	w := max(m.width, 10)
 	for i, l := range lines {
-		lines[i] = cut(l, max(m.width, 10))
+		if width(l) > w { // every line is made to fit; this only guards
+			lines[i] = fit(l, w)
+		}
 	}
 	return strings.Join(lines, "\n")
 }
 
-// cut shortens a line to w columns, skipping over SGR sequences.
-func cut(s string, w int) string {
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(s); {
-		if s[i] == 0x1b {
-			j := strings.IndexByte(s[i:], 'm')
-			if j < 0 {
-				break
-			}
-			b.WriteString(s[i : i+j+1])
-			i += j + 1
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if n >= w {
-			i += size
-			continue
-		}
-		b.WriteRune(r)
-		n++
-		i += size
-	}
-	return b.String()
-}
-
-func (m *Model) spinText() string {
+// spinText is the spinner while something is awaited, with how long the
+// oldest request of since has waited once that is a second or more.
+func (m *Model) spinText(since time.Time) string {
 	if !m.busy() {
 		return ""
 	}
-	return " " + spinner[m.spin%len(spinner)] + " looking up"
+	s := " " + spinner[m.spin%len(spinner)] + " looking up"
+	if !since.IsZero() {
+		if d := m.now().Sub(since); d >= time.Second {
+			s += fmt.Sprintf(", no answer for %s", d.Truncate(time.Second))
+		}
+	}
+	return s
 }
 
-func (m *Model) listView() []string {
-	var lines []string
-	what := "stream"
-	if m.screen == screenConsumers {
-		what = "consumer of " + m.stream
+// keyPieces are the pick screen's keys.
+func (m *Model) keyPieces() []string {
+	enter := "Enter review"
+	if m.cfg.Kind == ForSeek {
+		enter = "Enter print"
 	}
-	lines = append(lines, m.style("1;36", "Choose a "+what)+m.spinText())
-	lines = append(lines, "Type to filter: "+m.filter+"▏")
-	lines = append(lines, "")
-	names := m.visible()
-	var header string
-	rows := map[string]string{}
-	if m.screen == screenStreams {
-		header = fmt.Sprintf("  %-20s %10s  %-23s  %-23s", "STREAM", "MESSAGES", "FIRST", "LAST")
-		for _, s := range m.streams {
-			first, last := "-", "-"
-			if !s.First.IsZero() {
-				first, last = m.timeText(s.First), m.timeText(s.Last)
-			}
-			rows[s.Name] = fmt.Sprintf("%-20s %10d  %-23s  %-23s", clean(s.Name), s.Messages, first, last)
-		}
-	} else {
-		header = fmt.Sprintf("  %-20s %10s %10s %10s %-6s", "CONSUMER", "DELIVERED", "ACK FLOOR", "PENDING", "PAUSED")
-		for _, c := range m.consumers {
-			paused := "no"
-			if c.Paused {
-				paused = "yes"
-			}
-			rows[c.Name] = fmt.Sprintf("%-20s %10d %10d %10d %-6s", clean(c.Name), c.Delivered, c.AckFloor, c.Pending, paused)
-		}
-	}
-	lines = append(lines, header)
-	room := max(m.height-7, 1)
-	start := 0
-	if m.sel >= room {
-		start = m.sel - room + 1
-	}
-	for i := start; i < len(names) && i < start+room; i++ {
-		row := rows[names[i]]
-		if i == m.sel {
-			lines = append(lines, "> "+m.style("7", row))
-		} else {
-			lines = append(lines, "  "+row)
-		}
-	}
-	switch {
-	case m.statusErr != nil:
-		lines = append(lines, "", "error: "+m.statusErr.Error())
-	case !m.loading && len(names) == 0:
-		lines = append(lines, "", "(none)")
-	}
-	lines = append(lines, "", "type to filter  ↑/↓ select  Enter choose  Esc back  Ctrl-C quit")
-	return lines
+	return []string{"←/→ 1s", "[/] 1min", "PgUp/PgDn 1h", "↑/↓ message", "t time", "m mode", "f filter", enter, "q quit"}
 }
 
 func (m *Model) header() []string {
-	h := m.style("1;36", "Stream: "+clean(m.stream))
-	if m.consumer != "" {
-		h += "  Consumer: " + clean(m.consumer)
+	pieces := []string{m.style("1;36", "Stream: "+esc(m.stream))}
+	if m.cfg.Kind == ForReset && m.consumer != "" {
+		pieces = append(pieces, "Consumer: "+esc(m.consumer))
+		if c := m.cons; c != nil {
+			label := "Consumer filter: "
+			if len(c.Filters) > 1 {
+				label = "Consumer filters: "
+			}
+			pieces = append(pieces, label+filterText(c.Filters))
+		}
 	}
-	f := m.subject
-	if f == "" {
-		f = "all subjects"
+	pv := "none"
+	if m.preview != "" {
+		pv = esc(m.preview)
 	}
-	h += "  Filter: " + clean(f)
-	lines := []string{h}
+	if m.cfg.Kind == ForSeek {
+		if m.preview == "" {
+			pv = "all subjects"
+		}
+		pieces = append(pieces, "Subject filter: "+pv)
+	} else {
+		pieces = append(pieces, "Preview filter: "+pv)
+	}
+	lines := flow(pieces, m.width)
 	if c := m.cons; c != nil {
 		at := ""
 		if c.AckFloorTime != nil {
 			at = " (" + m.timeText(*c.AckFloorTime) + ")"
 		}
-		lines = append(lines, fmt.Sprintf("Position: delivered %d, ack floor %d%s", c.Delivered, c.AckFloor, at))
+		lines = append(lines, wrap(fmt.Sprintf("Position: delivered %d, ack floor %d%s", c.Delivered, c.AckFloor, at), m.width, "  ")...)
 	}
 	return lines
 }
 
-// strip draws the timeline: one column per bucket, scaled to the largest,
-// and a line with the cursor's bucket marked.
+// strip draws the timeline of the filter in force: one column per
+// bucket, scaled to the largest, a line with the cursor's bucket marked
+// and the range; always three lines.
 func (m *Model) strip() []string {
-	tl := m.timeline
-	if tl == nil {
-		if m.timelineErr != nil {
-			return []string{"timeline: " + m.timelineErr.Error()}
+	out := func(lines ...string) []string {
+		for len(lines) < 3 {
+			lines = append(lines, "")
 		}
-		return []string{"timeline: loading…", ""}
+		return lines[:3]
 	}
-	if len(tl.Buckets) == 0 {
-		return []string{"timeline: no messages", ""}
+	within := ""
+	if subj := m.subjects(); len(subj) > 0 {
+		within = " within " + filterText(subj)
+	}
+	tl := m.timeline
+	if tl == nil || m.tlShown.filter != m.fkey() {
+		if m.tlErr != nil {
+			return out(wrap("timeline"+within+": "+safe(m.tlErr.Error()), m.width, "  ")...)
+		}
+		s := "timeline" + within + ":" + m.spinText(m.tlSince)
+		if p := m.tlProgress; p.Total > 0 {
+			s += fmt.Sprintf(" (%d of %d)", p.Done, p.Total)
+		}
+		return out(wrap(s, m.width, "  ")...)
+	}
+	if len(tl.Buckets) == 0 || tl.Total == 0 {
+		return out(wrap("timeline: no messages"+within, m.width, "  ")...)
 	}
 	bars := []rune(" ▁▂▃▄▅▆▇█")
 	var top uint64
@@ -189,13 +163,14 @@ func (m *Model) strip() []string {
 	}
 	var s strings.Builder
 	pos := -1
+	t := m.curTime
 	for i, b := range tl.Buckets {
 		k := 0
 		if b.Count > 0 && top > 0 {
 			k = 1 + int(b.Count*uint64(len(bars)-2)/top)
 		}
 		s.WriteRune(bars[k])
-		if !m.cursor.Before(b.Start) && (m.cursor.Before(b.End) || i == len(tl.Buckets)-1 && !m.cursor.After(b.End)) {
+		if !t.IsZero() && !t.Before(b.Start) && (t.Before(b.End) || i == len(tl.Buckets)-1 && !t.After(b.End)) {
 			pos = i
 		}
 	}
@@ -203,84 +178,169 @@ func (m *Model) strip() []string {
 	switch {
 	case pos >= 0:
 		mark = strings.Repeat(" ", pos) + m.style("1;33", "^")
-	case m.cursor.Before(tl.Since):
+	case t.IsZero():
+	case t.Before(tl.Since):
 		mark = m.style("1;33", "<") + " cursor before the range"
 	default:
-		mark = strings.Repeat(" ", len(tl.Buckets)-1) + m.style("1;33", ">") + " cursor after the range"
+		mark = strings.Repeat(" ", max(len(tl.Buckets)-1-len(" cursor after the range"), 0)) + "cursor after the range " + m.style("1;33", ">")
 	}
-	return []string{
-		fmt.Sprintf("%s  %d msgs", s.String(), tl.Total),
-		mark,
-		fmt.Sprintf("%s … %s", m.timeText(tl.Since), m.timeText(tl.Until)),
+	count := "  " + plural(int(tl.Total), "message", "messages") + within
+	first := s.String() + count
+	if width(first) > m.width {
+		first = s.String() + "  " + plural(int(tl.Total), "msg", "msgs")
 	}
+	lines := []string{first, mark}
+	rng := fmt.Sprintf("%s … %s", m.secondText(tl.Since), m.secondText(tl.Until))
+	if w := wrap(rng, m.width, "  "); len(w) == 1 {
+		lines = append(lines, w[0])
+	}
+	return out(lines...)
+}
+
+func (m *Model) timeLine() []string {
+	t := "–"
+	if !m.curTime.IsZero() {
+		t = m.timeText(m.curTime)
+	}
+	return wrap(fmt.Sprintf("Time: %s  (%s)", t, m.mode)+m.spinText(m.asked[m.cur]), m.width, "  ")
+}
+
+func (m *Model) inputLines() []string {
+	var lines []string
+	switch m.input {
+	case inputTime:
+		lines = wrap("Go to time: "+esc(m.text)+"▏  (Enter go, Esc cancel)", m.width, "  ")
+	case inputFilter:
+		what := "the consumer's own filters"
+		if m.cfg.Kind == ForSeek || m.cons == nil {
+			what = "all subjects"
+		}
+		lines = wrap("Preview filter: "+esc(m.text)+"▏  (empty: "+what+"; Enter set, Esc cancel)", m.width, "  ")
+	}
+	if m.input != inputNone && m.inputErr != "" {
+		lines = append(lines, wrap("error: "+m.inputErr, m.width, "  ")...)
+	}
+	return lines
 }
 
 func (m *Model) pickView() []string {
-	lines := m.header()
-	lines = append(lines, m.strip()...)
-	lines = append(lines, "")
-	switch {
-	case m.cursor.IsZero():
-		lines = append(lines, "Time: –"+m.spinText())
-	default:
-		lines = append(lines, fmt.Sprintf("Time: %s  (%s)%s", m.timeText(m.cursor), m.mode, m.spinText()))
-	}
-	switch m.input {
-	case inputTime:
-		lines = append(lines, "Go to time: "+m.text+"▏  (Enter go, Esc cancel)")
-		if m.inputErr != "" {
-			lines = append(lines, "error: "+m.inputErr)
-		}
-	case inputFilter:
-		lines = append(lines, "Subject filter: "+m.text+"▏  (empty: all; Enter set, Esc cancel)")
-	}
-	if m.statusErr != nil {
-		lines = append(lines, "error: "+m.statusErr.Error())
-	}
-	foot := []string{}
-	if m.cfg.Kind == ForReset {
-		foot = append(foot, m.planLine())
-	}
-	verb := "review"
-	if m.cfg.Kind == ForSeek {
-		verb = "finish"
-	}
-	foot = append(foot, fmt.Sprintf(HelpPick, verb))
-	body := m.preview()
-	room := max(m.height, 10) - len(lines) - len(foot)
-	if len(body) > room {
-		body = body[:max(room, 0)]
-	}
+	top := m.header()
+	top = append(top, m.strip()...)
+	top = append(top, "")
+	top = append(top, m.timeLine()...)
+	top = append(top, m.inputLines()...)
+	foot := m.footLines()
+	room := max(m.height-len(top)-len(foot), 0)
+	body := m.previewLines(room)
 	for len(body) < room {
 		body = append(body, "")
 	}
-	lines = append(lines, body...)
-	return append(lines, foot...)
+	return append(append(top, body...), foot...)
 }
 
-// preview shows the answer for the cursor as seek does: the sequence, the
-// message, its headers and payload, and its neighbours.
-func (m *Model) preview() []string {
-	r := m.shown
-	if r == nil {
+// footLines: what the consumer receives and the plan (ForReset), the
+// status line and the keys.
+func (m *Model) footLines() []string {
+	w := m.width
+	var foot []string
+	if m.cfg.Kind == ForReset && m.cons != nil {
+		foot = append(foot, m.recvLines()...)
+		foot = append(foot, wrap(m.planLine(), w, "      ")...)
+	}
+	switch {
+	case m.listErr != nil:
+		foot = append(foot, wrap("error: "+safe(m.listErr.Error()), w, "  ")...)
+	case m.lookErr != nil:
+		foot = append(foot, wrap("error: "+safe(m.lookErr.Error()), w, "  ")...)
+	case m.recvErr != nil && m.settled():
+		foot = append(foot, wrap("error: "+safe(m.recvErr.Error()), w, "  ")...)
+	}
+	if m.notice != "" {
+		foot = append(foot, wrap(m.style("1;33", safe(m.notice)), w, "  ")...)
+	}
+	if m.flash != "" {
+		foot = append(foot, wrap(m.flash, w, "  ")...)
+	}
+	return append(foot, flow(m.keyPieces(), w)...)
+}
+
+// firstText names the first message a consumer receives.
+func (m *Model) firstText(rc *recvAt) string {
+	if rc.msg == nil {
+		return fmt.Sprintf("the next message stored (sequence %d)", rc.seq)
+	}
+	return fmt.Sprintf("message %d (%s, %s)", rc.seq, esc(rc.msg.Subject), m.timeText(rc.msg.Time))
+}
+
+// recvLines say, when the message shown is not the one the consumer
+// would receive first from there, which one it is.
+func (m *Model) recvLines() []string {
+	rc, ok := m.receivable()
+	if !ok || !m.settled() {
 		return nil
 	}
-	lines := []string{fmt.Sprintf("Sequence: %d", r.Sequence)}
-	msg := r.Message
-	if msg == nil {
-		lines = append(lines, "Message:  none selected by this time; a consumer reset here starts at the sequence above")
-	} else {
-		d := msg.Time.Sub(r.Target)
-		off := "exactly at the time"
-		switch {
-		case d > 0:
-			off = d.String() + " after"
-		case d < 0:
-			off = (-d).String() + " before"
+	who := esc(m.consumer)
+	switch {
+	case m.curMsg != nil && rc.seq == m.curMsg.Sequence:
+		return nil
+	case m.curMsg != nil:
+		return wrap(m.style("1;33", fmt.Sprintf("%s does not receive message %d: %s is outside its filter %s. From here its first delivery is %s.",
+			who, m.curMsg.Sequence, esc(m.curMsg.Subject), filterText(m.cons.Filters), m.firstText(rc))), m.width, "  ")
+	}
+	return wrap(fmt.Sprintf("From here %s's first delivery is %s.", who, m.firstText(rc)), m.width, "  ")
+}
+
+func (m *Model) planLine() string {
+	rc, ok := m.receivable()
+	if !ok || !m.settled() {
+		return "Plan: …"
+	}
+	pl, ok := m.plans[rc.seq]
+	switch {
+	case !ok && m.planErr != nil:
+		return "Plan: " + safe(m.planErr.Error())
+	case !ok:
+		if since, asked := m.planAsked[rc.seq]; asked {
+			return "Plan: …" + m.spinText(since)
 		}
-		lines = append(lines,
-			fmt.Sprintf("Message:  %s, %s", msg.Time.In(m.cfg.Loc).Format("2006-01-02 15:04:05.000000000 MST"), off),
-			fmt.Sprintf("Subject:  %s   Size: %d bytes", clean(msg.Subject), msg.Size))
+		return "Plan: …"
+	case len(pl.Changes) == 0:
+		return "Plan: none"
+	}
+	c := pl.Changes[0]
+	s := fmt.Sprintf("Plan: first delivery %d, redeliver %d, skip %d, ack records in range %d (%s)", c.To.Sequence, c.Redeliver, c.Skip, c.AckRecordsInRange, c.Method)
+	if c.Refused != "" {
+		s += "; refused: " + c.Refused
+	}
+	return s
+}
+
+// previewLines show the cursor's message as seek does (its sequence,
+// time, subject, headers and payload) and its neighbours, in room lines:
+// the payload is shortened first, then the neighbours.
+func (m *Model) previewLines(room int) []string {
+	if !m.known && m.shown == nil {
+		return nil
+	}
+	w := m.width
+	ess := []string{fmt.Sprintf("Sequence: %d", m.curPos)}
+	var headers, body []string
+	if msg := m.curMsg; msg == nil {
+		ess = append(ess, wrap("Message:  "+m.noMessageText(), w, indent)...)
+	} else {
+		line := "Message:  " + m.timeText(msg.Time)
+		if m.cur.seq == 0 && !m.curTime.IsZero() {
+			switch d := msg.Time.Sub(m.curTime); {
+			case d == 0:
+				line += ", exactly at the time"
+			case d > 0:
+				line += ", " + d.String() + " after the time"
+			default:
+				line += ", " + (-d).String() + " before the time"
+			}
+		}
+		ess = append(ess, wrap(line, w, indent)...)
+		ess = append(ess, wrap(fmt.Sprintf("Subject:  %s   Size: %d bytes", esc(msg.Subject), msg.Size), w, indent)...)
 		if len(msg.Header) > 0 {
 			keys := make([]string, 0, len(msg.Header))
 			for k := range msg.Header {
@@ -289,33 +349,110 @@ func (m *Model) preview() []string {
 			sort.Strings(keys)
 			var hs []string
 			for _, k := range keys {
-				hs = append(hs, clean(k)+"="+clean(strings.Join(msg.Header[k], ",")))
+				hs = append(hs, esc(k)+"="+esc(strings.Join(msg.Header[k], ",")))
 			}
-			lines = append(lines, "Headers:  "+strings.Join(hs, "  "))
+			headers = wrap("Headers:  "+strings.Join(hs, "  "), w, indent)
 		}
-		pl := payload(msg.Data)
-		if len(pl) > 0 {
-			lines = append(lines, "Payload:  "+pl[0])
-			for _, l := range pl[1:] {
-				lines = append(lines, "          "+l)
+		for i, l := range payload(msg.Data) {
+			label := indent
+			if i == 0 {
+				label = "Payload:  "
 			}
+			body = append(body, wrap(label+l, w, indent)...)
 		}
 	}
-	if len(r.Neighbours) > 1 || (msg == nil && len(r.Neighbours) > 0) {
-		lines = append(lines, "Around:")
-		for _, n := range r.Neighbours {
-			mark := "  "
-			if msg != nil && n.Sequence == msg.Sequence {
-				mark = m.style("1;33", "> ")
-			}
-			lines = append(lines, fmt.Sprintf("  %s%-8d %s  %-24s %6d B", mark, n.Sequence, n.Time.In(m.cfg.Loc).Format("15:04:05.000"), clean(n.Subject), n.Size))
+	rows, at := m.aroundRows()
+	avail := room - len(ess)
+	// The neighbours keep at least five rows (and their label) before
+	// the payload and headers shorten.
+	keepRows := min(len(rows), 5)
+	if keepRows > 0 {
+		avail -= keepRows + 1
+	}
+	if len(headers) > max(avail, 0) {
+		headers = headers[:max(avail, 0)]
+	}
+	avail -= len(headers)
+	if len(body) > max(avail, 0) {
+		body = body[:max(avail, 0)]
+		if len(body) > 0 {
+			body[len(body)-1] = indent + "…"
 		}
+	}
+	avail -= len(body)
+	lines := append(append(ess, headers...), body...)
+	if n := min(len(rows), keepRows+max(avail, 0)); n > 0 && room-len(lines) > 1 {
+		n = min(n, room-len(lines)-1)
+		start := min(max(at-n/2, 0), len(rows)-n)
+		lines = append(lines, "Around:")
+		lines = append(lines, rows[start:start+n]...)
+	}
+	if len(lines) > room {
+		lines = lines[:room]
 	}
 	return lines
 }
 
+func (m *Model) noMessageText() string {
+	switch {
+	case m.cur.seq > 0:
+		return "none from here on within the filter; a reset here starts with the next message stored"
+	case m.mode == seek.Before:
+		return "none at or before this time within the filter; a reset here starts at the stream's first sequence"
+	}
+	return "none at or after this time within the filter; a reset here starts with the next message stored"
+}
+
+// aroundRows are the neighbours on screen, one row each, the cursor's
+// marked (a row of its own when it is no message), and the index of the
+// cursor's row.
+func (m *Model) aroundRows() ([]string, int) {
+	a := m.shown
+	if a == nil || len(a.res.Neighbours) == 0 || len(a.res.Neighbours) == 1 && m.curMsg != nil {
+		return nil, 0
+	}
+	l := a.res.Neighbours
+	seqW, sizeW := len(strconv.FormatUint(m.curPos, 10)), 1
+	for _, n := range l {
+		seqW = max(seqW, len(strconv.FormatUint(n.Sequence, 10)))
+		sizeW = max(sizeW, len(strconv.Itoa(n.Size)))
+	}
+	const timeLayout = "15:04:05.000000"
+	const noMsg = "(no message: the position shown)"
+	subjW := 0
+	for _, n := range l {
+		subjW = max(subjW, width(esc(n.Subject)))
+	}
+	if m.curMsg == nil {
+		subjW = max(subjW, width(noMsg))
+	}
+	subjW = max(min(subjW, m.width-(2+2+seqW+2+len(timeLayout)+2+2+sizeW+2)), 8)
+	row := func(mark, seq, t, subj, size string) string {
+		return strings.TrimRight(fmt.Sprintf("  %s%s  %s  %s  %s", mark, padLeft(seq, seqW), padRight(t, len(timeLayout)), padRight(fit(subj, subjW), subjW), padLeft(size, sizeW+2)), " ")
+	}
+	var rows []string
+	at := 0
+	placed := m.curMsg != nil
+	for _, n := range l {
+		if !placed && n.Sequence >= m.curPos {
+			at, placed = len(rows), true
+			rows = append(rows, row(m.style("1;33", "> "), strconv.FormatUint(m.curPos, 10), "–", noMsg, ""))
+		}
+		mark := "  "
+		if m.curMsg != nil && n.Sequence == m.curPos {
+			mark, at = m.style("1;33", "> "), len(rows)
+		}
+		rows = append(rows, row(mark, strconv.FormatUint(n.Sequence, 10), n.Time.In(m.cfg.Loc).Format(timeLayout), esc(n.Subject), strconv.Itoa(n.Size)+" B"))
+	}
+	if !placed {
+		at = len(rows)
+		rows = append(rows, row(m.style("1;33", "> "), strconv.FormatUint(m.curPos, 10), "–", noMsg, ""))
+	}
+	return rows, at
+}
+
 // payload shows data: JSON pretty-printed, text as is, binary as hex, at
-// most 6 lines of 100 characters.
+// most 6 lines of 100 characters, escaped.
 func payload(data []byte) []string {
 	if len(data) == 0 {
 		return nil
@@ -340,7 +477,7 @@ func payload(data []byte) []string {
 		lines = append(lines[:5], "…")
 	}
 	for i, l := range lines {
-		l = clean(l)
+		l = esc(l)
 		if utf8.RuneCountInString(l) > 100 {
 			l = string([]rune(l)[:99]) + "…"
 		}
@@ -356,54 +493,4 @@ func printable(s string) bool {
 		}
 	}
 	return true
-}
-
-// clean makes a server-supplied string safe to draw: control characters
-// (an ESC sequence, a newline) are shown escaped.
-func clean(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) }) {
-		return s
-	}
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
-}
-
-func (m *Model) planLine() string {
-	k := seekKey{m.cursor.Unix(), m.mode, ""}
-	pl, ok := m.plans[k]
-	switch {
-	case m.planErr != nil && !ok:
-		return "Plan: " + m.planErr.Error()
-	case !ok || len(pl.Changes) == 0:
-		return "Plan: …"
-	}
-	c := pl.Changes[0]
-	s := fmt.Sprintf("Plan: redeliver %d, skip %d, ack records in range %d (%s to %d)", c.Redeliver, c.Skip, c.AckRecordsInRange, c.Method, c.To.Sequence)
-	if c.Refused != "" {
-		s += " · refused: " + c.Refused
-	}
-	return s
-}
-
-func (m *Model) reviewView() []string {
-	lines := m.header()
-	lines = append(lines, fmt.Sprintf("Review: reset to %s (%s)%s", m.timeText(m.cursor), m.mode, m.spinText()), "")
-	switch {
-	case m.reviewErr != nil:
-		lines = append(lines, "error: "+m.reviewErr.Error(), "", "n/Esc back  q quit")
-		return lines
-	case m.review == nil:
-		return append(lines, "planning…")
-	}
-	for _, c := range m.review.Changes {
-		lines = append(lines, fmt.Sprintf("%s: %s to %d: redeliver %d, skip %d, ack records in range %d", clean(c.Consumer), c.Method, c.To.Sequence, c.Redeliver, c.Skip, c.AckRecordsInRange))
-	}
-	if m.cfg.RenderPlan != nil {
-		lines = append(lines, strings.Split(strings.TrimRight(m.cfg.RenderPlan(m.review), "\n"), "\n")...)
-	}
-	lines = append(lines, "")
-	if err := m.review.Err(); err != nil {
-		return append(lines, "Refused: this plan cannot be applied.  n/Esc back  q quit")
-	}
-	return append(lines, "Apply this change? y apply  n/Esc back  q quit")
 }

@@ -23,7 +23,11 @@
 // time, and reset.PlanRecover / ExecuteRecover finish a killed run there.
 //
 // A position the target has not received yet (replication lag) is refused
-// (Plan.Changes.Err, jsutil.ErrConflict) unless Options.AllowLag.
+// (Plan.Changes.Err, jsutil.ErrConflict) unless Options.AllowLag, and so is
+// one that cannot be translated exactly (by time, or where the target's
+// copies came from an earlier stream of the origin's name: see
+// jsutil/replica) unless Options.AllowInexact. PlanSnapshot holds the
+// target's copies against the origin the snapshot saw.
 //
 // PlanSnapshot does the same from a snapshot saved on the origin
 // (jsutil/positions), so positions saved before an incident are restored

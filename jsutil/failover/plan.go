@@ -36,6 +36,10 @@ type Options struct {
 	// message, so the origin's messages before the position that reach
 	// the target later are delivered again.
 	AllowLag bool
+	// AllowInexact plans a copy whose position could not be translated
+	// exactly (by time, or where the target's copies came from an earlier
+	// stream of the origin's name), with a warning; else it is refused.
+	AllowInexact bool
 	// Reset is the options of the change on the target (plan, execute,
 	// intents and history live in the target's buckets).
 	Reset reset.Options
@@ -155,6 +159,14 @@ func PlanSnapshot(ctx context.Context, origin replica.Side, snap *positions.Snap
 	if !snap.HasStream(origin.Stream) {
 		return nil, jsutil.Errorf(jsutil.ErrNotFound, "snapshot %q holds no consumers of stream %q (it holds %s)", snap.Name, origin.Stream, strings.Join(snap.StreamNames(), ", "))
 	}
+	for _, ss := range snap.Streams {
+		if ss.Name == origin.Stream && ss.Created != nil {
+			// The positions are of the origin the snapshot saw: the
+			// target's copies are held against that one, and an origin
+			// created again since is refused (replica.Side.Created).
+			origin.Created = ss.Created
+		}
+	}
 	return plan(ctx, origin, snap, jsutil.Unique(consumers), target, snap.Name, opts)
 }
 
@@ -203,7 +215,7 @@ func plan(ctx context.Context, origin replica.Side, snap *positions.Snapshot, na
 			return nil, jsutil.Errorf(jsutil.ErrNotFound, "%s: snapshot %q holds no consumer %q of %q", action, snapshot, n, origin.Stream)
 		}
 	}
-	created := tinfo.Created.UTC()
+	created := jsutil.TimePtr(tinfo.Created)
 	var moves []reset.Move
 	for _, cs := range saved {
 		cp, m, err := copyOne(ctx, origin, target, tinfo, v, cs, opts)
@@ -213,7 +225,7 @@ func plan(ctx context.Context, origin replica.Side, snap *positions.Snapshot, na
 		if snapshot != "" {
 			m.From = fmt.Sprintf("snapshot %q (taken on %q)", snapshot, origin.Stream)
 		}
-		m.StreamCreated = &created
+		m.StreamCreated = created
 		out.Copies = append(out.Copies, cp)
 		moves = append(moves, m)
 	}
@@ -279,7 +291,7 @@ func translate(ctx context.Context, origin, target replica.Side, tinfo *jetstrea
 		return 0, err
 	}
 	cp.Translation.TargetSeq, cp.Translation.FromSeq, cp.Translation.Method = res.TargetSeq, res.FromSeq, string(res.Method)
-	cp.Translation.Exact, cp.Translation.Behind, cp.Translation.Requests = res.Method != replica.ByTime, res.Behind, res.Requests
+	cp.Translation.Exact, cp.Translation.Behind, cp.Translation.Requests = res.Exact, res.Behind, res.Requests
 	cp.Translation.Reason, cp.Translation.OriginUnreachable = res.Reason, res.OriginUnreachable
 	seq := res.StartSeq
 	if cp.Translation.AfterLast && res.TargetSeq > 0 && res.FromSeq == ask {
@@ -309,7 +321,19 @@ func note(c *reset.Change, cp *Copy, v *view, opts Options) {
 		if why == "" {
 			why = fmt.Sprintf("%q keeps no exact record of which %q message each of its messages came from", v.target, v.origin)
 		}
-		c.Warnings = append(c.Warnings, fmt.Sprintf("translated by time (%s): the copy may skip or repeat messages near the position", why))
+		how := "translated by time"
+		if t.Method != string(replica.ByTime) {
+			how = "not translated exactly"
+		}
+		inexact := fmt.Sprintf("%s (%s): the copy may skip or repeat messages near the position", how, why)
+		if opts.AllowInexact {
+			c.Warnings = append(c.Warnings, inexact)
+		} else {
+			if c.Refused != "" {
+				c.Refused += "; "
+			}
+			c.Refused += inexact + "; pass --allow-inexact to copy it all the same"
+		}
 	}
 	if t.OriginUnreachable {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%q could not be read: the position was translated from %q's records alone", v.origin, v.target))

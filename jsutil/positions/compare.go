@@ -80,10 +80,11 @@ func Compare(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts O
 				return nil, err
 			} else if err := cmp.fill(ctx, r, cs, c); err != nil {
 				return nil, err
+			} else if why := consumerRecreated(ss.Name, cs, c.Info); why != "" {
+				cmp.Warnings = append(cmp.Warnings, why)
 			}
-			if ss.Created != nil && !ss.Created.Equal(r.info.Created) {
-				cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("stream %q was deleted and created again since the snapshot (created %s then, %s now): its saved sequences name other messages; a restore is refused unless --by-time",
-					ss.Name, ss.Created.UTC().Format(time.RFC3339Nano), r.info.Created.UTC().Format(time.RFC3339Nano)))
+			if err := jsutil.RecordedStream(ss.Name, ss.Created).Check(jsutil.StreamIdentity(r.info), "the snapshot"); err != nil {
+				cmp.Warnings = append(cmp.Warnings, err.Error()+": its saved sequences name other messages; a restore is refused unless --by-time")
 			}
 			if next, first := cs.NextSequence(), r.info.State.FirstSeq; next < first {
 				cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("the stream no longer holds sequence %d (its first is %d); a restore starts at %d", next, first, first))
@@ -223,4 +224,17 @@ func DiffConfig(saved, now json.RawMessage) ([]ConfigChange, error) {
 		out = append(out, ConfigChange{Field: f.Field, Saved: f.To, Now: f.From})
 	}
 	return out, nil
+}
+
+// consumerRecreated says, for a consumer that exists, that it is not the
+// one the snapshot saved (it was deleted and created again since, by
+// jsutil.Identity.Check), and what a restore does about it: it moves the
+// consumer of that name now, keeping its own configuration. "" when it is
+// the same consumer, or the snapshot does not say when it was created.
+func consumerRecreated(stream string, cs *ConsumerSnapshot, now *jetstream.ConsumerInfo) string {
+	err := jsutil.RecordedConsumer(stream, cs.Name, jsutil.TimePtr(cs.Created)).Check(jsutil.ConsumerIdentity(now), "the snapshot")
+	if err == nil {
+		return ""
+	}
+	return err.Error() + ": a restore moves the consumer of that name now to the saved position, keeping its own configuration"
 }

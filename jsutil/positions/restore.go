@@ -42,7 +42,7 @@ func PlanRestore(ctx context.Context, js jetstream.JetStream, snap *Snapshot, co
 			}
 			moves = append(moves, reset.Move{
 				Consumer: cs.Name, Seq: cs.NextSequence(), Config: cs.Config, From: "snapshot " + quote(snap.Name),
-				StreamCreated: ss.Created, FloorTime: cs.AckFloor.Time,
+				StreamCreated: ss.Created, FloorTime: cs.AckFloor.Time, Created: jsutil.TimePtr(cs.Created),
 			})
 		}
 		if len(moves) == 0 {

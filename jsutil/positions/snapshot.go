@@ -29,6 +29,10 @@ type Snapshot struct {
 	// Revision is the document's revision in the bucket (0 when not
 	// stored). It is not part of the document.
 	Revision uint64 `json:"-"`
+	// NamedAs is, for a stored document whose name is not the key it is
+	// stored under, the name it gives itself: Name is its key (see
+	// NameWarning). It is not part of the document.
+	NamedAs string `json:"-"`
 }
 
 // StreamSnapshot is one stream's state when the snapshot was taken and its

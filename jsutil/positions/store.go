@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/reset"
@@ -92,7 +93,7 @@ func Get(ctx context.Context, js jetstream.JetStream, name string, opts Options)
 	if err != nil {
 		return nil, jsutil.Wrap(err, "read snapshot %q", name)
 	}
-	return decode(name, e.Value(), e.Revision())
+	return decode(name, name, e.Value(), e.Revision(), opts.Now())
 }
 
 func notFound(name string) error {
@@ -100,13 +101,17 @@ func notFound(name string) error {
 }
 
 // Decode reads a snapshot document (as stored or exported); name is used in
-// errors. A document of a later version than DocumentVersion is refused, and
+// errors. Its values are checked as a stored one's are (see checkValues). A document of a later version than DocumentVersion is refused, and
 // so is one naming a stream or consumer no server can hold (a document
 // anyone allowed to write the bucket, or the file, controls). A stream or
 // consumer the document lists twice is kept once, from its first entry.
-func Decode(name string, data []byte) (*Snapshot, error) { return decode(name, data, 0) }
+func Decode(name string, data []byte) (*Snapshot, error) {
+	return decode(name, "", data, 0, time.Now())
+}
 
-func decode(name string, data []byte, rev uint64) (*Snapshot, error) {
+// decode reads the document of snapshot name (in errors) stored under key
+// ("" for a file): a stored snapshot's name is its key.
+func decode(name, key string, data []byte, rev uint64, now time.Time) (*Snapshot, error) {
 	var s Snapshot
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q is not a snapshot document: %v", name, err)
@@ -117,7 +122,13 @@ func decode(name string, data []byte, rev uint64) (*Snapshot, error) {
 	case s.Version > DocumentVersion:
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "snapshot %q has document version %d; this jsctl reads up to version %d (upgrade jsctl)", name, s.Version, DocumentVersion)
 	}
+	if key != "" && s.Name != key {
+		s.Name, s.NamedAs = key, s.Name
+	}
 	if err := s.tidy(name); err != nil {
+		return nil, err
+	}
+	if err := s.checkValues(name, now); err != nil {
 		return nil, err
 	}
 	s.Revision = rev

@@ -45,6 +45,27 @@
 // when the origin message itself is gone, the time of the one before it is
 // used (its copy may have been stored before the next one existed).
 //
+// # An origin deleted and created again
+//
+// A replica may hold copies of an earlier stream of the origin's name. A
+// mirror goes on from its own last sequence (2.15.2: nothing in
+// processInboundMirrorMsg tells a recreated origin; it adds no header),
+// keeping each message's origin time; a source (2.14+) notices the new
+// identity (the Nats-Stream-Identity of its consumer create's reply) and
+// copies the new stream from its start, writing that identity as the last
+// field of Nats-Stream-Source. Translate holds every copy against the
+// origin's incarnation (jsutil.Identity.CopyOf): its info's creation time,
+// or Side.Created for a position saved on an earlier one (refused, as
+// jsutil.Recreated, while the origin can be read). A sourced copy of
+// another incarnation is stepped over as another source's is; a mirror's
+// copy at the position that is older than the origin is answered by time
+// (not Exact); a source whose first copy of the current origin after the
+// position is of a later sequence, while it holds older copies, is not
+// Exact either. Without the identity field (servers before 2.14) a
+// sourced copy is judged by the time the replica stored it, within the
+// servers' clock difference; with no creation time known (the origin
+// unreachable, no snapshot) nothing is checked (Result.OriginCreated nil).
+//
 // # Not caught up
 //
 // When the target has not yet received the origin position asked for

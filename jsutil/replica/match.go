@@ -252,6 +252,7 @@ type origin struct {
 	name  string // origin stream name (without hashes)
 	iname string // index name; "" for the old reply-subject form
 	seq   uint64
+	ident string // the origin's stream identity (2.14+), "" for none
 }
 
 // parseSourceHeader reads a Nats-Stream-Source value (nats-server
@@ -288,6 +289,7 @@ func parseSourceHeader(v string) (origin, bool) {
 	if len(f) >= 4 {
 		o.iname = f[0] + " " + f[2] + " " + f[3]
 	}
+	o.ident = jsutil.SourceIdentity(v)
 	return o, true
 }
 

@@ -16,6 +16,12 @@ import (
 type Side struct {
 	JS     jetstream.JetStream
 	Stream string
+	// Created is, for an origin, the creation time of the incarnation of
+	// the stream the position is of (a snapshot's saved one), nil for the
+	// stream as its info says now. Translate refuses an origin created
+	// again since (jsutil.Recreated), and holds the target's copies
+	// against it where the origin cannot be read.
+	Created *time.Time
 }
 
 // Method says how a position was translated.
@@ -65,6 +71,17 @@ type Result struct {
 	// OriginTime is the time of the origin message used for ByTime (zero
 	// otherwise).
 	OriginTime time.Time
+	// Exact says the translation is exact: from the server's own records
+	// (Mirror, Source), and of copies made from this incarnation of the
+	// origin. A replica whose copies there came from an earlier stream of
+	// the origin's name (deleted and created again since) is not: its
+	// Method is then ByTime (or Source, for a sourced copy of the current
+	// origin that lacks the messages before it) and Reason says so.
+	Exact bool
+	// OriginCreated is the creation time of the origin incarnation the
+	// copies were held against (nil: not known, so not checked: the origin
+	// could not be read and no snapshot said).
+	OriginCreated *time.Time
 	// OriginUnreachable is set when the origin could not be read (origin.JS
 	// nil, or its requests went unanswered): the translation used only the
 	// target's records, OriginSeq was not checked against the origin, and
@@ -125,6 +142,10 @@ func Translate(ctx context.Context, origin Side, originSeq uint64, target Side) 
 		return nil, jsutil.Errorf(jsutil.ErrBadInput, "translate a position of %q: sequences start at 1, got 0", origin.Stream)
 	}
 	res.OriginUnreachable = t.oinfo == nil
+	if err := t.setIncarnation(); err != nil {
+		return nil, err
+	}
+	res.OriginCreated = t.oid.Created
 	// LastSeq+1 is a consumer that has finished everything: it starts with
 	// the next message, wherever the target will store it.
 	if t.oinfo != nil && originSeq > t.oinfo.State.LastSeq+1 {
@@ -137,10 +158,10 @@ func Translate(ctx context.Context, origin Side, originSeq uint64, target Side) 
 	}
 	switch {
 	case plan.mirror:
-		res.Method = Mirror
+		res.Method, res.Exact = Mirror, true
 		err = t.mirror(ctx, plan, originSeq, res)
 	case len(plan.sources) > 0:
-		res.Method = Source
+		res.Method, res.Exact = Source, true
 		err = t.sources(ctx, plan, originSeq, res)
 	default:
 		res.Method, res.Reason = ByTime, plan.reason
@@ -161,6 +182,41 @@ type translator struct {
 	batch          batcher      // batched reads of the target (batch.go)
 	odomain        sideDomain   // origin's JetStream domain
 	tdomain        sideDomain   // target's
+	// oid is the origin incarnation the target's copies are held against
+	// (see setIncarnation).
+	oid jsutil.Identity
+}
+
+// setIncarnation sets the origin incarnation copies are held against: the
+// origin as its info says (refusing one created again since the
+// incarnation origin.Created names), else the one origin.Created names
+// (possibly unknown).
+func (t *translator) setIncarnation() error {
+	rec := jsutil.RecordedStream(t.origin.Stream, t.origin.Created)
+	if t.oinfo == nil {
+		t.oid = rec
+		return nil
+	}
+	t.oid = jsutil.StreamIdentity(t.oinfo)
+	t.oid.Name = t.origin.Stream
+	return rec.Check(t.oid, "the position was saved")
+}
+
+// current reports whether a target message m, whose Nats-Stream-Source
+// identity is ident ("" for none, as for every mirrored copy), was copied
+// from the origin incarnation the translation is for (jsutil.Identity
+// CopyOf: by the identity where the copy has one, else by its time). A
+// copy that cannot be told is taken as current.
+func (t *translator) current(ident string, m *seek.Message) bool {
+	same, _ := t.oid.CopyOf(ident, m.Time)
+	return same
+}
+
+// staleReason says why a translation is not exact: the target's copies at
+// the position came from an earlier stream of the origin's name.
+func (t *translator) staleReason(at uint64, copied time.Time) string {
+	return fmt.Sprintf("%q's copy at sequence %d came from an earlier stream %q (copied %s; %q now was created %s): the current %q's messages there are not on %q",
+		t.target.Stream, at, t.origin.Stream, copied.UTC().Format(time.RFC3339Nano), t.origin.Stream, t.oid.CreatedText(), t.origin.Stream, t.target.Stream)
 }
 
 func (t *translator) requests() int {
@@ -218,6 +274,13 @@ func (t *translator) mirror(ctx context.Context, p *plan, seq uint64, res *Resul
 	m, err := t.tr.Next(ctx, seq, ">")
 	if err != nil {
 		return err
+	}
+	if m != nil && !t.current("", m) {
+		// Copied from an earlier origin: its sequences are not the
+		// current origin's. Only time can say where the current one's
+		// copies continue (a mirror keeps the origin's message times).
+		res.Method, res.Exact, res.Reason = ByTime, false, t.staleReason(m.Sequence, m.Time)
+		return t.byTime(ctx, seq, res)
 	}
 	if m != nil {
 		res.TargetSeq, res.FromSeq, res.StartSeq = m.Sequence, m.Sequence, m.Sequence

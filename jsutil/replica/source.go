@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jsctl/jsctl/jsutil/seek"
 )
@@ -51,6 +52,14 @@ func (t *translator) search(ctx context.Context, r sourceRef, want uint64) (best
 // already holds it) and steps over other sources' messages on the same
 // subjects, in batches where the server offers them (batch.go).
 func (t *translator) probe(ctx context.Context, r sourceRef, cs []*cursor, from, hi uint64) (hit, bool, error) {
+	h, _, ok, err := t.probeWith(ctx, r, cs, from, hi, t.current)
+	return h, ok, err
+}
+
+// probeWith is probe for the messages of source r that keep accepts (by
+// their Nats-Stream-Source identity and the message); it also returns the
+// message found.
+func (t *translator) probeWith(ctx context.Context, r sourceRef, cs []*cursor, from, hi uint64, keep func(ident string, m *seek.Message) bool) (hit, *seek.Message, bool, error) {
 	next := make([]*seek.Message, len(cs)) // per filter: first at or after from (nil: none)
 	asked := make([]bool, len(cs))
 	for from <= hi {
@@ -59,7 +68,7 @@ func (t *translator) probe(ctx context.Context, r sourceRef, cs []*cursor, from,
 			if !asked[i] || (next[i] != nil && next[i].Sequence < from) {
 				n, err := t.next(ctx, c, from, hi, asked[i])
 				if err != nil {
-					return hit{}, false, err
+					return hit{}, nil, false, err
 				}
 				next[i], asked[i] = n, true
 			}
@@ -68,14 +77,14 @@ func (t *translator) probe(ctx context.Context, r sourceRef, cs []*cursor, from,
 			}
 		}
 		if m == nil || m.Sequence > hi {
-			return hit{}, false, nil
+			return hit{}, nil, false, nil
 		}
-		if o, ok := originOf(m); ok && r.from(o, t.origin.Stream) {
-			return hit{seq: m.Sequence, from: o.seq}, true, nil
+		if o, ok := originOf(m); ok && r.from(o, t.origin.Stream) && keep(o.ident, m) {
+			return hit{seq: m.Sequence, from: o.seq}, m, true, nil
 		}
 		from = m.Sequence + 1
 	}
-	return hit{}, false, nil
+	return hit{}, nil, false, nil
 }
 
 // originOf reads a message's Nats-Stream-Source header.
@@ -126,6 +135,12 @@ func (t *translator) sources(ctx context.Context, p *plan, seq uint64, res *Resu
 	}
 	if found {
 		res.TargetSeq, res.FromSeq, res.StartSeq = best.seq, best.from, best.seq
+		if best.from != seq {
+			// seq was not copied from the current origin: filtered or
+			// deleted there, or the target's copies of it are of an
+			// earlier origin (the source went on from its last copy).
+			return t.staleBefore(ctx, p, res)
+		}
 		return nil
 	}
 	res.StartSeq = t.tinfo.State.LastSeq + 1
@@ -134,6 +149,32 @@ func (t *translator) sources(ctx context.Context, p *plan, seq uint64, res *Resu
 	for i, r := range p.sources {
 		if err := t.checkBehind(ctx, r.filters, copied[i], seq, res); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// staleBefore marks res inexact when the target holds copies from an
+// earlier stream of the origin's name (its first message of any of the
+// origin's sources is one): the messages between the position and the one
+// found may then be the current origin's that the target never copied.
+func (t *translator) staleBefore(ctx context.Context, p *plan, res *Result) error {
+	if !t.oid.Known() {
+		return nil
+	}
+	anyCopy := func(string, *seek.Message) bool { return true }
+	for _, r := range p.sources {
+		_, m, ok, err := t.probeWith(ctx, r, newCursors(r.written), max(t.tinfo.State.FirstSeq, 1), t.tinfo.State.LastSeq, anyCopy)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if o, _ := originOf(m); !t.current(o.ident, m) {
+			res.Exact = false
+			res.Reason = t.staleReason(m.Sequence, m.Time) + fmt.Sprintf("; the first copy of the current one from sequence %d on is of sequence %d", res.OriginSeq, res.FromSeq)
+			return nil
 		}
 	}
 	return nil

@@ -218,7 +218,11 @@ func (x *executor) deleteSure(ctx context.Context, c *Change, created *time.Time
 		case errors.Is(lerr, jetstream.ErrConsumerNotFound):
 			return done, nil
 		case lerr == nil && !st.madeAt(created) && !sent:
-			return unchanged, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: it was recreated by someone else since it was read (created %s); nothing changed: see %s", c.Consumer, c.Stream, st.info.Created.UTC().Format(time.RFC3339Nano), RecoverCommand(c.Stream, c.Consumer))
+			why := jsutil.RecordedConsumer(c.Stream, c.Consumer, created).Check(st.identity(), "it was read")
+			if why == nil { // a creation time not known: another consumer all the same
+				why = fmt.Errorf("it was created again by someone else since it was read (created %s now)", timeText(st.createdAt()))
+			}
+			return unchanged, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %w; nothing changed: see %s", c.Consumer, c.Stream, why, RecoverCommand(c.Stream, c.Consumer))
 		case lerr == nil && !st.madeAt(created):
 			return unsettled, jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: someone else recreated it during the change; left as it is: see %s", c.Consumer, c.Stream, RecoverCommand(c.Stream, c.Consumer))
 		case lerr != nil && !lost(lerr) && !sent:

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jsctl/jsctl/jsutil"
 )
 
 // moveSeq is the sequence a Move goes to and, where its position was saved
@@ -17,12 +15,12 @@ import (
 // instead: the first message after the saved ack floor's time (the
 // stream's first message when none was acknowledged), labelled in the
 // change (ByTime, Reason).
-func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, string) {
+func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, error) {
 	stream := p.info.Config.Name
-	why := p.streamRecreated(m.StreamCreated, "the position was saved")
+	why := p.streamCheck(m.StreamCreated, "the position was saved")
 	if m.StreamCreated == nil && m.FloorTime != nil && m.Seq > 1 {
 		if t := p.msgTime(ctx, m.Seq-1); t != nil && !t.Equal(*m.FloorTime) {
-			why = fmt.Sprintf("stream %q holds a message of %s at sequence %d now, not the saved one of %s (the stream was deleted and created again, or the position was saved elsewhere)",
+			why = fmt.Errorf("stream %q holds a message of %s at sequence %d now, not the saved one of %s (the stream was deleted and created again, or the position was saved elsewhere)",
 				stream, timeText(t), m.Seq-1, timeText(m.FloorTime))
 		}
 	}
@@ -36,27 +34,27 @@ func (p *planner) moveSeq(ctx context.Context, c *Change, m Move) (uint64, strin
 	if m.FloorTime == nil || m.Seq <= 1 {
 		first := max(p.info.State.FirstSeq, 1)
 		c.warn("restored by time: no saved ack floor time, so from the stream's first message (%d)", first)
-		return first, ""
+		return first, nil
 	}
 	seq, mt, err := p.opts.Seek(ctx, p.js, stream, m.FloorTime.Add(time.Nanosecond), ModeAfter, "")
 	if err != nil {
-		return m.Seq, fmt.Sprintf("could not find the first message after the saved ack floor's time %s: %v", timeText(m.FloorTime), err)
+		return m.Seq, fmt.Errorf("could not find the first message after the saved ack floor's time %s: %w", timeText(m.FloorTime), err)
 	}
 	if !mt.IsZero() {
 		t := mt.UTC()
 		c.To.Time = &t
 	}
 	c.warn("restored by time: the first message after the saved ack floor's time %s is sequence %d (saved: sequence %d)", timeText(m.FloorTime), seq, m.Seq)
-	return seq, ""
+	return seq, nil
 }
 
 // noteMove labels a change planned by time and records a refusal from
 // moveSeq (once the change is complete, so the refusal is its own).
-func (p *planner) noteMove(c *Change, m Move, refusal string) {
+func (p *planner) noteMove(c *Change, m Move, refusal error) {
 	if c.ByTime {
 		c.Reason = "by time: " + c.Reason
 	}
-	if refusal != "" {
-		c.refuse(jsutil.ErrConflict, "%s; pass --by-time to restore the position by its saved time", refusal)
+	if refusal != nil {
+		c.refuseWith(refusal, "; pass --by-time to restore the position by its saved time")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -80,12 +81,13 @@ func (c rawConfig) json() json.RawMessage {
 }
 
 // createdAt is when the server created the consumer.
-func (s *consumerState) createdAt() *time.Time {
-	t := s.info.Created.UTC()
-	return &t
-}
+func (s *consumerState) createdAt() *time.Time { return jsutil.TimePtr(s.info.Created) }
 
-// madeAt reports whether s is the consumer created at t (nil: none is).
+// identity is the consumer's identity as the server holds it now.
+func (s *consumerState) identity() jsutil.Identity { return jsutil.ConsumerIdentity(s.info) }
+
+// madeAt reports whether s is known to be the consumer created at t (nil:
+// none is): jsutil.Identity.Is.
 func (s *consumerState) madeAt(t *time.Time) bool {
-	return t != nil && s.info.Created.Equal(*t)
+	return jsutil.RecordedConsumer(s.info.Stream, s.info.Name, t).Is(s.identity())
 }

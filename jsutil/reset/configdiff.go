@@ -141,9 +141,19 @@ func (c *Change) noteConfigDiff(from, saved json.RawMessage, created bool) {
 	if !created {
 		return
 	}
+	c.Warnings = append(c.Warnings, CalledOut("saved configuration against the server's defaults", diff)...)
+}
+
+// CalledOut is a warning for each field of diff that changes where
+// messages go or whether they are acknowledged, each starting with what
+// the difference is against ("saved configuration against the server's
+// defaults").
+func CalledOut(what string, diff []ConfigField) []string {
+	var out []string
 	for _, f := range diff {
 		if f.Warning != "" {
-			c.warn("saved configuration against the server's defaults: %s", f.Warning)
+			out = append(out, what+": "+f.Warning)
 		}
 	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 )
@@ -16,6 +17,9 @@ type Source struct {
 	Delivered uint64   `json:"delivered"`
 	AckFloor  uint64   `json:"ack_floor"`
 	Filters   []string `json:"filter_subjects"`
+	// Created is when the server created the source consumer: a plan
+	// applied later (--from-file) refuses a source created again since.
+	Created *time.Time `json:"created,omitempty"`
 	// Uncovered counts the messages the move skips that this consumer's
 	// filter takes and the source's does not: the source's position says
 	// nothing about them, so neither consumer has handled them.
@@ -45,6 +49,7 @@ func (p *planner) resolveSource(ctx context.Context, c *Change, target Target) (
 	c.Source = &Source{
 		Consumer: target.Consumer, Position: target.position(),
 		Delivered: info.Delivered.Stream, AckFloor: info.AckFloor.Stream, Filters: filters(info.Config),
+		Created: src.createdAt(),
 	}
 	if target.position() == PositionDelivered {
 		return c.Source.Delivered + 1, nil

@@ -28,6 +28,11 @@ type Move struct {
 	// Options.ByTime the position is found by FloorTime (see moveSeq).
 	StreamCreated *time.Time `json:"stream_created,omitempty"`
 	FloorTime     *time.Time `json:"floor_time,omitempty"`
+	// Created is when the consumer whose position was saved was created:
+	// one of that name created at another time since is another consumer,
+	// moved all the same (its name is what the position was saved under)
+	// with a warning naming both creation times.
+	Created *time.Time `json:"created,omitempty"`
 }
 
 // PlanMoves plans moving each consumer of stream to its own sequence,
@@ -79,6 +84,9 @@ func PlanMoves(ctx context.Context, js jetstream.JetStream, stream string, moves
 			}
 			if err == nil {
 				p.noteMove(c, m, refusal)
+				if why := jsutil.RecordedConsumer(stream, m.Consumer, m.Created).Check(c.state.identity(), "the position was saved"); why != nil {
+					c.warn("%v: it is moved to the saved position all the same, keeping its own configuration", why)
+				}
 			}
 		}
 		if err != nil {
@@ -124,6 +132,9 @@ func (p *planner) planRebuild(ctx context.Context, name string) (*Change, error)
 	if err := p.completeCreate(ctx, c, cfg, rec.From.AckFloor+1, why); err != nil {
 		return nil, err
 	}
+	// What the history record holds is what is created: shown in full.
+	c.noteConfigDiff(DefaultConfig, c.Config, true)
+	p.checkHistory(c, rec, nil)
 	return c, nil
 }
 

@@ -55,14 +55,30 @@
 // record.
 //
 // Every step acts only on the objects the change was planned for, told by
-// their creation times (identity.go): a plan, an intent, a history record
-// and a snapshot keep the stream's and the consumer's, and an intent also
-// the creation time of the consumer its change created (noted just before
-// and right after the create). Execute refuses a stream or consumer created
-// again since the plan; recover leaves alone a consumer that is neither the
-// one the change found nor the one it made, and every consumer of a stream
-// created again since; PlanMoves refuses a saved position of a stream
-// created again since, or finds it by its saved time (Options.ByTime).
+// their creation times through jsutil's identity layer (jsutil.Identity,
+// identity.go): a plan, an intent, a history record and a snapshot keep
+// the stream's and the consumer's, and an intent also the creation time of
+// the consumer its change created (noted just before and right after the
+// create). Execute refuses a stream or consumer created again since the
+// plan, and a --from-file plan one whose --to-consumer source was;
+// --to-previous refuses a history record of another stream or consumer
+// than the one of that name now; recover leaves alone a consumer that is
+// neither the one the change found nor the one it made, one whose
+// configuration was edited since the change recorded it (every method),
+// and every consumer of a stream created again since; PlanMoves refuses a
+// saved position of a stream created again since, or finds it by its saved
+// time (Options.ByTime), and warns about a consumer created again since.
+// Each refusal wraps a *jsutil.Recreated naming both creation times.
+//
+// Records are data (recorded.go): every intent, history record and plan
+// file is checked before use (names, subjects, configurations, times,
+// numbers, an interest holder and ack records that are the change's own,
+// sequences within the stream); one that fails is reported by its key
+// (BadRecord) and skipped, and the others still work. What no check can
+// prove (who wrote a configuration) is shown before it is applied: recover
+// lists the configuration a create or recreate applies (RecoverChange
+// ConfigDiff), with the fields that change where messages go or whether
+// they are acknowledged warned about, as a restore from a snapshot does.
 //
 // Because history keeps each change's full configuration, --to-previous
 // rebuilds a consumer that no longer exists, and PlanMoves creates

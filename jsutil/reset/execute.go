@@ -139,8 +139,8 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 		if st, err = x.loadSure(ctx, c); err != nil {
 			return wrapConsumer(err, c.Stream, c.Consumer)
 		}
-		if why := consumerRecreated(c, st); why != "" {
-			return jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %s; nothing changed: plan again", c.Consumer, c.Stream, why)
+		if why := consumerCheck(c, st); why != nil {
+			return jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %w; nothing changed: plan again", c.Consumer, c.Stream, why)
 		}
 		if _, err := x.fromNow(ctx, c, st, "since the plan was made"); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -79,41 +80,53 @@ func HistoryKey(stream, consumer string) string {
 }
 
 // History lists the recorded resets of a consumer, oldest first. A missing
-// bucket or key is an empty history.
+// bucket or key is an empty history. Records that cannot be used are
+// skipped (HistoryChecked returns them).
 func History(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) ([]Record, error) {
+	recs, _, err := HistoryChecked(ctx, js, bucket, stream, consumer)
+	return recs, err
+}
+
+// HistoryChecked is History, also returning the records of the consumer's
+// history that cannot be used (they do not parse, are another consumer's,
+// or hold impossible values): reported by their key and revision and
+// skipped, the others are still listed.
+func HistoryChecked(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) ([]Record, []BadRecord, error) {
 	if bucket == "" {
 		bucket = HistoryBucket
 	}
 	// An unknown stream is an error, not an empty history.
 	if _, err := js.Stream(ctx, stream); err != nil {
-		return nil, jsutil.Wrap(err, "read reset history of consumer %q on %q", consumer, stream)
+		return nil, nil, jsutil.Wrap(err, "read reset history of consumer %q on %q", consumer, stream)
 	}
-	return history(ctx, js, bucket, stream, consumer)
+	recs, bad, _, err := historyChecked(ctx, js, bucket, stream, consumer)
+	return recs, bad, err
 }
 
 // history reads the records without checking the stream. Records that
 // cannot be used are skipped.
 func history(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) ([]Record, error) {
-	out, _, err := historyChecked(ctx, js, bucket, stream, consumer)
+	out, _, _, err := historyChecked(ctx, js, bucket, stream, consumer)
 	return out, err
 }
 
-// historyChecked is history, also returning the skipped records and
-// whether the latest one was among them.
-func historyChecked(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) ([]Record, *BadRecord, error) {
+// historyChecked is history, also returning the skipped records and the
+// latest record when it is among them.
+func historyChecked(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) ([]Record, []BadRecord, *BadRecord, error) {
+	bad := []BadRecord{}
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return []Record{}, nil, nil
+		return []Record{}, bad, nil, nil
 	}
 	if err != nil {
-		return nil, nil, jsutil.Wrap(err, "open reset history bucket %q", bucket)
+		return nil, nil, nil, jsutil.Wrap(err, "open reset history bucket %q", bucket)
 	}
 	entries, err := jsutil.KVHistory(ctx, kv, js.Options().DefaultTimeout, HistoryKey(stream, consumer))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return []Record{}, nil, nil
+		return []Record{}, bad, nil, nil
 	}
 	if err != nil {
-		return nil, nil, jsutil.Wrap(err, "read reset history of consumer %q on %q", consumer, stream)
+		return nil, nil, nil, jsutil.Wrap(err, "read reset history of consumer %q on %q", consumer, stream)
 	}
 	out := []Record{}
 	var latestBad *BadRecord
@@ -122,22 +135,28 @@ func historyChecked(ctx context.Context, js jetstream.JetStream, bucket, stream,
 			continue
 		}
 		var r Record
-		if p := badHistory(stream, consumer, e.Value(), &r); p != "" {
-			latestBad = &BadRecord{Bucket: bucket, Key: e.Key(), Revision: e.Revision(), Problem: p}
+		p := badHistory(stream, consumer, e.Value(), &r)
+		if p == "" {
+			p = historyProblem(&r, time.Now())
+		}
+		if p != "" {
+			b := BadRecord{Bucket: bucket, Key: e.Key(), Revision: e.Revision(), Problem: p}
+			bad = append(bad, b)
+			latestBad = &b
 			continue
 		}
 		latestBad = nil
 		r.Revision = e.Revision()
 		out = append(out, r)
 	}
-	return out, latestBad, nil
+	return out, bad, latestBad, nil
 }
 
 // Last returns the latest recorded reset of a consumer; it wraps
 // jsutil.ErrNotFound when there is none. A latest record that cannot be
 // used is an error: undoing the one before it would undo the wrong change.
 func Last(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) (*Record, error) {
-	recs, bad, err := historyChecked(ctx, js, bucket, stream, consumer)
+	recs, _, bad, err := historyChecked(ctx, js, bucket, stream, consumer)
 	if err != nil {
 		return nil, err
 	}
@@ -220,4 +239,29 @@ func recorded(ctx context.Context, js jetstream.JetStream, bucket, stream, consu
 		}
 	}
 	return false, nil
+}
+
+// checkHistory refuses a --to-previous change whose history record is of
+// another stream or consumer than the one of that name now: the stream or
+// the consumer (st; nil for one that no longer exists, rebuilt from the
+// record) was deleted and created again since the record was written, so
+// undoing it would move the new one to a position of the old one. A
+// record written by an older jsctl (no creation times) is warned about.
+func (p *planner) checkHistory(c *Change, rec *Record, st *consumerState) {
+	since := fmt.Sprintf("history revision %d was recorded", rec.Revision)
+	if rec.StreamCreated == nil {
+		c.warn("history revision %d does not record when the stream and the consumer were created (written by an older jsctl): not checked that it is of this consumer", rec.Revision)
+		return
+	}
+	why := p.streamCheck(rec.StreamCreated, since)
+	if why == nil && st != nil {
+		made := rec.NewCreated
+		if made == nil {
+			made = rec.Created
+		}
+		why = jsutil.RecordedConsumer(c.Stream, c.Consumer, made).Check(st.identity(), since)
+	}
+	if why != nil {
+		c.refuseWith(why, ": its history is of the one before, so there is no earlier position of this one to go back to; to move it, give another target (--to-seq, --to-time, --to-ack-floor)")
+	}
 }

@@ -17,6 +17,10 @@ import (
 // stream's creation time, so the creation time is the identity, and every
 // server has it in its stream and consumer info.
 //
+// Every comparison goes through jsutil's identity layer (jsutil.Identity:
+// Check for "is it still the object recorded?", with its one error, and
+// Is for "is it the object made then?").
+//
 // Plans, intents and history records hold the stream's creation time
 // (StreamCreated) and the consumer's (Change.Created, Intent.Created). An
 // intent also holds the creation time of the consumer its change created
@@ -25,32 +29,32 @@ import (
 // from one someone else made.
 
 // timeText is a creation time for messages.
-func timeText(t *time.Time) string {
-	if t == nil {
-		return "unknown"
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
+func timeText(t *time.Time) string { return jsutil.CreatedText(t) }
 
 // streamCreated is the creation time of the planner's stream.
-func (p *planner) streamCreated() *time.Time {
-	if p.info.Created.IsZero() {
-		return nil
-	}
-	t := p.info.Created.UTC()
-	return &t
+func (p *planner) streamCreated() *time.Time { return jsutil.TimePtr(p.info.Created) }
+
+// streamNow is the identity of the planner's stream as it is now.
+func (p *planner) streamNow() jsutil.Identity { return jsutil.StreamIdentity(p.info) }
+
+// streamCheck compares the stream's creation time recorded when since
+// happened with the stream now (jsutil.Identity.Check): a *jsutil.Recreated
+// error when its name now names another stream, nil when it is the same or
+// the record holds no creation time.
+func (p *planner) streamCheck(recorded *time.Time, since string) error {
+	return jsutil.RecordedStream(p.info.Config.Name, recorded).Check(p.streamNow(), since)
 }
 
-// streamRecreated returns, when the stream was created at another time
-// than recorded (as recorded when since happened), the reason to refuse:
-// its name now names another stream. "" when it is the same or the record
-// holds no creation time.
+// streamRecreated is streamCheck's refusal as text ("" when none).
 func (p *planner) streamRecreated(recorded *time.Time, since string) string {
-	if recorded == nil || p.info.Created.IsZero() || recorded.Equal(p.info.Created) {
+	return errText(p.streamCheck(recorded, since))
+}
+
+func errText(err error) string {
+	if err == nil {
 		return ""
 	}
-	return fmt.Sprintf("stream %q was deleted and created again since %s (created %s then, %s now)",
-		p.info.Config.Name, since, timeText(recorded), timeText(p.streamCreated()))
+	return err.Error()
 }
 
 // checkPlanStream refuses to execute a plan made for a stream that has
@@ -63,20 +67,17 @@ func (p *planner) checkPlanStream(plan *Plan) error {
 		}
 		return nil
 	}
-	if why := p.streamRecreated(plan.StreamCreated, "the plan was made"); why != "" {
-		return jsutil.Errorf(jsutil.ErrConflict, "reset consumers on %q: %s; nothing changed: plan again", plan.Stream, why)
+	if err := p.streamCheck(plan.StreamCreated, "the plan was made"); err != nil {
+		return jsutil.Errorf(jsutil.ErrConflict, "reset consumers on %q: %w; nothing changed: plan again", plan.Stream, err)
 	}
 	return nil
 }
 
-// consumerRecreated returns the refusal of a change whose consumer was
-// created at another time than the plan saw ("" when the same or unknown).
-func consumerRecreated(c *Change, st *consumerState) string {
-	if c.Created == nil || st.madeAt(c.Created) {
-		return ""
-	}
-	return fmt.Sprintf("consumer %q on %q was deleted and created again since the plan was made (created %s then, %s now)",
-		c.Consumer, c.Stream, timeText(c.Created), timeText(st.createdAt()))
+// consumerCheck returns the refusal (a *jsutil.Recreated) of a change
+// whose consumer was created at another time than the plan saw (nil when
+// the same or unknown).
+func consumerCheck(c *Change, st *consumerState) error {
+	return jsutil.RecordedConsumer(c.Stream, c.Consumer, c.Created).Check(st.identity(), "the plan was made")
 }
 
 // noteCreating records in the change's intent, before a create is sent,

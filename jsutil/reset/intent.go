@@ -131,7 +131,7 @@ func (u Unfinished) String() string {
 		paused = ", and it paused the consumer"
 	}
 	return fmt.Sprintf("consumer %q on %q has an unfinished %s (change %s, started %s by %s@%s%s); finish it with: %s",
-		u.Consumer, u.Stream, u.Method, u.ChangeID, u.Started.UTC().Format(time.RFC3339), u.User, u.Host, paused, u.Command)
+		u.Consumer, u.Stream, u.Method, esc(u.ChangeID), u.Started.UTC().Format(time.RFC3339), esc(u.User), esc(u.Host), paused, u.Command)
 }
 
 func (in *Intent) unfinished() Unfinished {
@@ -177,6 +177,10 @@ type intents struct {
 	replicas int
 	settle   time.Duration
 	timeout  time.Duration // per request (requestTimeout when 0)
+
+	// info is the stream's info when the planner read it (nil: list
+	// reads it).
+	info *jetstream.StreamInfo
 
 	mu sync.Mutex
 	kv jetstream.KeyValue
@@ -239,7 +243,7 @@ func (s *intents) begin(ctx context.Context, in *Intent) error {
 			}
 			if gerr == nil && cur != nil {
 				return jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: another change is in progress or unfinished (change %s, %s by %s@%s, started %s); if no other jsctl is changing it, finish that change with: %s",
-					in.Consumer, in.Stream, cur.ID, cur.Method, cur.User, cur.Host, cur.Time.UTC().Format(time.RFC3339), RecoverCommand(in.Stream, in.Consumer))
+					in.Consumer, in.Stream, esc(cur.ID), esc(string(cur.Method)), esc(cur.User), esc(cur.Host), cur.Time.UTC().Format(time.RFC3339), RecoverCommand(in.Stream, in.Consumer))
 			}
 			if gerr != nil && !lost(gerr) {
 				return jsutil.Wrap(gerr, "%s", what)
@@ -405,7 +409,8 @@ func (s *intents) confirm(ctx context.Context, kv jetstream.KeyValue, found []*I
 // list reads the intents of stream's consumers (all of them when names is
 // empty), sorted by consumer. A missing bucket holds none. A record that
 // cannot be used (see badIntent) is skipped and returned among the bad
-// records (those under a named consumer's key when names are given).
+// records (those under a named consumer's key when names are given), and
+// so is one whose values cannot be used (see intentProblem).
 func (s *intents) list(ctx context.Context, stream string, names []string) ([]*Intent, []BadRecord, error) {
 	bad := []BadRecord{}
 	kv, err := s.open(ctx, false)
@@ -447,9 +452,15 @@ func (s *intents) list(ctx context.Context, stream string, names []string) ([]*I
 					return nil, nil, jsutil.Wrap(err, "read intent records of stream %q from %q", stream, s.bucket)
 				}
 				slices.SortFunc(out, func(a, b *Intent) int { return strings.Compare(a.Consumer, b.Consumer) })
+				out, bad = s.withinStream(ctx, stream, out, bad)
 				return out, bad, nil
 			}
 			in, b := decodeIntentEntry(s.bucket, e)
+			if b == nil {
+				if p := intentProblem(in, time.Now()); p != "" {
+					b = &BadRecord{Bucket: s.bucket, Key: e.Key(), Revision: e.Revision(), Problem: p}
+				}
+			}
 			if b != nil {
 				if ownKey(b.Key, stream, names) {
 					bad = append(bad, *b)
@@ -506,4 +517,51 @@ func kvSubject(js jetstream.JetStream, bucket, key string) string {
 		return "$JS." + o.Domain + ".API.$KV." + bucket + "." + key
 	}
 	return "$KV." + bucket + "." + key
+}
+
+// withinStream moves to bad the intents whose sequences lie past the
+// stream's end: a change's target is at most the stream's last sequence
+// + 1 when it is planned, and a stream's last sequence never goes back (a
+// stream created again since is told by its creation time, and its
+// intents are cleared by recover), so no change recorded such a record.
+// The stream's info is read afresh before a record is judged (the
+// planner's may be older than a change started since). A stream that
+// cannot be read is not checked.
+func (s *intents) withinStream(ctx context.Context, stream string, list []*Intent, bad []BadRecord) ([]*Intent, []BadRecord) {
+	info := s.info
+	if info == nil || info.Config.Name != stream || slices.ContainsFunc(list, func(in *Intent) bool { return pastEnd(in, info) != "" }) {
+		cctx, cancel := s.ctx(ctx)
+		st, err := s.js.Stream(cctx, stream)
+		cancel()
+		if err != nil {
+			return list, bad
+		}
+		info = st.CachedInfo()
+	}
+	out := list[:0]
+	for _, in := range list {
+		if why := pastEnd(in, info); why != "" {
+			bad = append(bad, BadRecord{Bucket: s.bucket, Key: HistoryKey(in.Stream, in.Consumer), Revision: in.revision, Problem: "an intent record that cannot be used: " + why})
+			continue
+		}
+		out = append(out, in)
+	}
+	return out, bad
+}
+
+// pastEnd says which of in's sequences lies past the end of the stream
+// info describes ("" when none does, or in is of another stream of that
+// name, which recover clears).
+func pastEnd(in *Intent, info *jetstream.StreamInfo) string {
+	stream, last := info.Config.Name, info.State.LastSeq
+	switch {
+	case jsutil.RecordedStream(stream, in.StreamCreated).Differs(jsutil.StreamIdentity(info)):
+	case in.To.Sequence-1 > last: // To.Sequence is at least 1 (badIntent)
+		return fmt.Sprintf("its target sequence %d is past the end of stream %q (last sequence %d)", in.To.Sequence, stream, last)
+	case max(in.From.Delivered, in.From.AckFloor) > last:
+		return fmt.Sprintf("its position before the change (delivered %d, ack floor %d) is past the end of stream %q (last sequence %d)", in.From.Delivered, in.From.AckFloor, stream, last)
+	case in.Forget != nil && in.Forget.To > last:
+		return fmt.Sprintf("its ack records to forget reach sequence %d, past the end of stream %q (last sequence %d)", in.Forget.To, stream, last)
+	}
+	return ""
 }

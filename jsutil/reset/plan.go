@@ -180,6 +180,19 @@ func (c *Change) refuse(class error, format string, args ...any) {
 	}
 }
 
+// refuseWith refuses the change for err (a *jsutil.Recreated: the stream
+// or consumer recorded is another now), followed by then: the refusal
+// wraps err, so it is jsutil.ErrRecreated and jsutil.ErrConflict.
+func (c *Change) refuseWith(err error, then string) {
+	if c.Refused != "" {
+		c.Refused += "; "
+	}
+	c.Refused += err.Error() + then
+	if c.refusal == nil {
+		c.refusal = jsutil.Errorf(jsutil.ErrConflict, "reset consumer %q on %q: %w%s", c.Consumer, c.Stream, err, then)
+	}
+}
+
 // Err returns the refusal of the plan's first refused change (wrapping
 // jsutil.ErrConflict), or nil when every change may be made.
 func (p *Plan) Err() error { return PlansErr([]*Plan{p}) }
@@ -221,7 +234,7 @@ func newPlanner(ctx context.Context, js jetstream.JetStream, stream string, opts
 	}
 	return &planner{
 		js: js, opts: opts, stream: s, info: info, counts: map[string]uint64{}, times: map[uint64]*time.Time{},
-		intents: &intents{js: js, bucket: opts.IntentBucket, replicas: info.Config.Replicas, settle: opts.Settle, timeout: opts.Timeout},
+		intents: &intents{js: js, bucket: opts.IntentBucket, replicas: info.Config.Replicas, settle: opts.Settle, timeout: opts.Timeout, info: info},
 	}, nil
 }
 
@@ -378,7 +391,7 @@ func refuseUnfinished(c *Change, pending []*Intent) {
 	for _, in := range pending {
 		if in.Consumer == c.Consumer {
 			c.refuse(jsutil.ErrConflict, "an earlier change (%s %s, started %s by %s@%s) is unfinished; finish it first with: %s",
-				in.Method, in.ID, in.Time.UTC().Format(time.RFC3339), in.User, in.Host, RecoverCommand(in.Stream, in.Consumer))
+				in.Method, esc(in.ID), in.Time.UTC().Format(time.RFC3339), esc(in.User), esc(in.Host), RecoverCommand(in.Stream, in.Consumer))
 		}
 	}
 }
@@ -513,6 +526,7 @@ func (p *planner) resolve(ctx context.Context, c *Change, target Target) (uint64
 			return 0, err
 		}
 		c.UndoOf = rec.Revision
+		p.checkHistory(c, rec, c.state)
 		if rec.Method == Create {
 			// It did not exist before: there is no position to go back
 			// to, and sequence 1 would replay the whole stream.

@@ -2,8 +2,10 @@ package reset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -54,8 +56,19 @@ type RecoverChange struct {
 	Done     bool   `json:"done"`
 	// Resume says the change paused the consumer (--pause) and finishing
 	// it resumes it; Resumed that it was resumed.
-	Resume   bool     `json:"resume,omitempty"`
-	Resumed  bool     `json:"resumed,omitempty"`
+	Resume  bool `json:"resume,omitempty"`
+	Resumed bool `json:"resumed,omitempty"`
+	// ConfigDiff is the configuration finishing the change applies: for a
+	// recreate, the recorded new configuration against the consumer's
+	// now; for a create, the recorded configuration against the server's
+	// defaults (DefaultConfig). Fields that change where messages go or
+	// whether they are acknowledged carry a warning (and are among
+	// Warnings). The record is not proof of who wrote it: this is what
+	// --execute applies.
+	ConfigDiff []ConfigField `json:"config_diff,omitempty"`
+	// Forget is the range of ack records finishing the change forgets
+	// first (the change's --forget-acks), nil for none.
+	Forget   *Forget  `json:"forget_acks,omitempty"`
 	Warnings []string `json:"warnings"`
 	Error    string   `json:"error,omitempty"`
 
@@ -159,12 +172,48 @@ func (x *executor) classify(ctx context.Context, rc *RecoverChange) error {
 		return err
 	}
 	if cl := rc.intent.Claim; cl != nil {
-		rc.Warnings = append(rc.Warnings, fmt.Sprintf("a recover run by %s@%s took this change over at %s; if it is still running, let it finish", cl.User, cl.Host, cl.Time.UTC().Format(time.RFC3339)))
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("a recover run by %s took this change over at %s; if it is still running, let it finish", esc(cl.User+"@"+cl.Host), cl.Time.UTC().Format(time.RFC3339)))
 	}
 	if rc.Resume && rc.State != StateNoStream && !rc.foreign {
 		rc.Reason += "; then resume it (the change paused it)"
 	}
+	x.noteApplied(rc)
 	return nil
+}
+
+// noteApplied sets what finishing rc applies that the intent record says:
+// the configuration it creates (ConfigDiff, with the called-out fields
+// warned about) and the ack records it forgets. A record in the bucket
+// proves nothing about who wrote it, so this is shown in full before
+// --execute.
+func (x *executor) noteApplied(rc *RecoverChange) {
+	in := rc.intent
+	switch rc.Action {
+	case ActCreate, ActRecreate, ActReset, ActMove:
+		rc.Forget = in.Forget
+	}
+	var from json.RawMessage
+	what := ""
+	switch rc.Action {
+	case ActCreate:
+		from, what = DefaultConfig, "recorded configuration against the server's defaults"
+	case ActRecreate:
+		from, what = rc.state.raw.json(), "recorded configuration against the consumer's now"
+	default:
+		return
+	}
+	cfg, _, err := in.creates()
+	if err != nil {
+		rc.Warnings = append(rc.Warnings, err.Error())
+		return
+	}
+	diff, err := DiffConfig(from, cfg.json())
+	if err != nil {
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("could not compare the recorded configuration: %v", err))
+		return
+	}
+	rc.ConfigDiff = diff
+	rc.Warnings = append(rc.Warnings, CalledOut(what, diff)...)
 }
 
 func (x *executor) classifyState(ctx context.Context, rc *RecoverChange) error {
@@ -204,12 +253,16 @@ func (x *executor) classifyState(ctx context.Context, rc *RecoverChange) error {
 	atTarget := x.atTarget(ctx, c, st.info, in.To.Sequence)
 	switch {
 	case in.Method == Reset && len(oldCfg) > 0 && !sameExceptStart(cur, oldCfg):
-		rc.State, rc.Action, rc.Reason = StateOther, ActLeave, "its configuration was changed by someone else since: left as it is"
+		rc.State, rc.Action, rc.Reason = StateOther, ActLeave, editedReason(oldCfg, cur)
 	case in.Method == Reset && atTarget:
 		rc.State, rc.Action, rc.Reason = StateTarget, ActRecord, "reset in place and at the target: record it"
 	case in.Method == Reset:
 		rc.State, rc.Action = StateOld, ActReset
 		rc.Reason = fmt.Sprintf("not at the target (delivered %d, ack floor %d): reset it in place, next delivery %d", st.info.Delivered.Stream, st.info.AckFloor.Stream, in.To.Sequence)
+	case st.madeAt(in.Created) && len(oldCfg) > 0 && !sameExceptStart(cur, oldCfg):
+		// The consumer the change found, edited since: the edit is not
+		// the change's to undo.
+		rc.State, rc.Action, rc.Reason = StateOther, ActLeave, editedReason(oldCfg, cur)
 	case st.madeAt(in.Created):
 		rc.State, rc.Action = StateOld, ActRecreate
 		rc.Reason = fmt.Sprintf("not deleted yet: recreate it, next delivery %d", in.To.Sequence)
@@ -296,8 +349,8 @@ func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange, opt
 		return nil
 	}
 	if rc.Action != ActClear && rc.Action != ActLeave && x != nil {
-		if why := x.streamRecreated(in.StreamCreated, "the change started"); why != "" {
-			return jsutil.Errorf(jsutil.ErrConflict, "recover consumer %q on %q: %s; nothing changed: plan again", in.Consumer, in.Stream, why)
+		if why := x.streamCheck(in.StreamCreated, "the change started"); why != nil {
+			return jsutil.Errorf(jsutil.ErrConflict, "recover consumer %q on %q: %w; nothing changed: plan again", in.Consumer, in.Stream, why)
 		}
 	}
 	if rc.Action == ActClear || rc.Action == ActLeave {
@@ -378,4 +431,17 @@ func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange, opt
 	rc.Applied, rc.Verified = c.Applied, c.Verified
 	rc.Warnings = append(rc.Warnings, c.Warnings...)
 	return err
+}
+
+// editedReason says that a consumer's configuration (cur) was changed
+// since the change recorded it, naming the fields.
+func editedReason(recorded, cur rawConfig) string {
+	diff, _ := DiffConfig(recorded.json(), cur.json())
+	var fields []string
+	for _, f := range diff {
+		if !isStartKey(f.Field) {
+			fields = append(fields, f.Field)
+		}
+	}
+	return fmt.Sprintf("its configuration was changed by someone else since the change started (%s): left as it is", strings.Join(fields, ", "))
 }

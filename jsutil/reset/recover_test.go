@@ -365,7 +365,8 @@ func TestConcurrentRecover(t *testing.T) {
 		fetch(t, js, "ORDERS", "billing", 2)
 		created := info(t, js, "ORDERS", "billing").Created
 		err := ExecuteRecover(testCtx(t), js, r, Options{})
-		if !errors.Is(err, jsutil.ErrConflict) || !strings.Contains(err.Error(), `reset consumer "billing" on "ORDERS": it was recreated by someone else since it was read`) {
+		want := `reset consumer "billing" on "ORDERS": consumer "billing" on "ORDERS" was deleted and created again since it was read (created `
+		if !errors.Is(err, jsutil.ErrConflict) || !errors.Is(err, jsutil.ErrRecreated) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), created.UTC().Format(time.RFC3339Nano)+" now)") {
 			t.Fatalf("got %v", err)
 		}
 		if after := info(t, js, "ORDERS", "billing"); !after.Created.Equal(created) || after.AckFloor.Stream != 2 {

@@ -98,7 +98,7 @@ func Describe(ctx context.Context, js jetstream.JetStream, stream, consumer stri
 	st, err := loadConsumer(ctx, js, stream, consumer)
 	if in := pending[consumer]; in != nil && errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, jsutil.Errorf(jsutil.ErrNotFound, "consumer %q on %q: consumer not found; an unfinished %s (change %s, started %s by %s@%s) may have deleted it: finish it with: %s",
-			consumer, stream, in.Method, in.ID, in.Time.UTC().Format(time.RFC3339), in.User, in.Host, RecoverCommand(stream, consumer))
+			consumer, stream, in.Method, esc(in.ID), in.Time.UTC().Format(time.RFC3339), esc(in.User), esc(in.Host), RecoverCommand(stream, consumer))
 	}
 	if err != nil {
 		return nil, jsutil.Wrap(err, "consumer %q on %q", consumer, stream)
