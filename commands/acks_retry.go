@@ -17,11 +17,12 @@ type AcksRetryCmd struct {
 	Key         string        `name:"key" placeholder:"KEY" help:"Retry the failed record of dedup key KEY (as JSCTL_KEY shows it, unescaped)."`
 	AllFailed   bool          `name:"all-failed" help:"Retry every failed record of the scope."`
 	Stream      string        `name:"stream" placeholder:"STREAM" predictor:"stream" help:"Stream holding the messages (default: the stream of the scope's consumers)."`
-	Exec        string        `name:"exec" required:"" placeholder:"CMD" help:"Command run with sh -c once per message (or per batch with --batch), as in jsctl consume; exit 0 marks the message done."`
+	Exec        string        `name:"exec" required:"" placeholder:"CMD" help:"Command run with sh -c (on Windows cmd /d /s /c; or --shell) once per message (or per batch with --batch), as in jsctl consume; exit 0 marks the message done."`
 	Batch       int           `name:"batch" default:"0" placeholder:"N" help:"Run CMD once per batch of up to N messages, NDJSON on its stdin as in consume; 0 = once per message."`
 	Lease       time.Duration `name:"lease" default:"30s" placeholder:"D" help:"Claim lease, renewed while CMD runs (whole seconds; at least 15s on a replicated bucket)."`
 	StopTimeout time.Duration `name:"stop-timeout" default:"10s" placeholder:"D" help:"On SIGINT/SIGTERM, how long a running command may finish before its process group gets SIGTERM; a command so stopped is released: its failed record is kept as it was."`
 	DeadLetter  string        `name:"dead-letter" placeholder:"SUBJECT" help:"Publish a message that fails again to SUBJECT (a new dead letter) before keeping it failed."`
+	shellFlag                 // --shell (exec_shell.go)
 	changeFlags
 }
 
@@ -188,10 +189,13 @@ func (c *AcksRetryCmd) selectRecords(ctx context.Context, st *acks.Store, scope 
 }
 
 func (c *AcksRetryCmd) retry(ctx context.Context, env *Env, p *Printer, st *acks.Store, recs []acks.Record, out acksRetryJSON) error {
-	h := execHandler{cmd: c.Exec, lingered: &lingerNotes{}}
+	run, err := c.handlerRun(c.Exec)
+	if err != nil {
+		return err
+	}
+	h := execHandler{run: run, lingered: &lingerNotes{}, log: env.stderrLog()}
 	opts := []acks.ProcessOption{acks.WithLease(c.Lease), acks.WithDeadLetter(c.DeadLetter), acks.WithDrainTimeout(max(c.StopTimeout, time.Nanosecond))}
 	var results []acks.Result
-	var err error
 	if c.Batch > 0 {
 		results, err = st.RetryBatch(ctx, out.Stream, recs, func(hctx context.Context, ds []acks.Delivery) ([]error, error) {
 			return h.runBatch(hctx, ds, env.Stderr)

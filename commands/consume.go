@@ -17,7 +17,7 @@ import (
 type ConsumeCmd struct {
 	Stream             string        `arg:"" predictor:"stream" help:"Stream to consume."`
 	Consumer           string        `arg:"" predictor:"consumer" help:"Durable pull consumer with explicit acks (must exist)."`
-	Exec               string        `name:"exec" required:"" placeholder:"CMD" help:"Command run with sh -c once per message (or per batch with --batch): the payload on stdin, JSCTL_* variables in the environment. Exit 0 marks the message done."`
+	Exec               string        `name:"exec" required:"" placeholder:"CMD" help:"Command run with sh -c (on Windows cmd /d /s /c; or --shell) once per message (or per batch with --batch): the payload on stdin, JSCTL_* variables in the environment. Exit 0 marks the message done."`
 	Workers            int           `name:"workers" default:"1" placeholder:"N" help:"Commands run at once (at most 1000)."`
 	Batch              int           `name:"batch" default:"0" placeholder:"N" help:"Run CMD once per batch of up to N messages (at most 10000), as NDJSON on its stdin (see Batches below); 0 = once per message."`
 	BatchWait          time.Duration `name:"batch-wait" default:"100ms" placeholder:"D" help:"With --batch: how long a partial batch waits to fill."`
@@ -40,11 +40,14 @@ type ConsumeCmd struct {
 	MaxFailures        int           `name:"max-failures" default:"0" placeholder:"N" help:"End a message that failed N times: keep a failed record and terminate it (default: the consumer's max deliver)."`
 	StopTimeout        time.Duration `name:"stop-timeout" default:"10s" placeholder:"D" help:"On SIGINT/SIGTERM, how long running commands may finish before their process groups get SIGTERM (SIGKILL 5s later); a command so stopped is released, not failed."`
 	Progress           bool          `name:"progress" default:"true" negatable:"" help:"At a terminal, show a status line on stderr (counts, rate, pending, lag); --no-progress or --progress=false turns it off."`
+	shellFlag                        // --shell (exec_shell.go)
+	serviceFlags                     // --metrics-listen, --metrics-linger (consume_service.go)
 }
 
 // Help is the long help of consume.
 func (ConsumeCmd) Help() string {
-	return `Runs CMD (through sh -c) once per message of a durable pull consumer, keeping an
+	return `Runs CMD (through sh -c; on Windows cmd /d /s /c; or --shell) once per message of a
+durable pull consumer, keeping an
 ack record per message in a JetStream KV bucket, so a redelivered message
 (restart, lost ack, ack timeout, several workers, a rewind) does not run CMD again.
 
@@ -67,7 +70,8 @@ output to end, then judges by its exit status. A process CMD started that still
 holds its stdout or stderr then gets SIGTERM and is named in a warning; one whose
 output is redirected (cmd >/dev/null 2>&1 &) is left alone. CMD runs in its own
 process group, and when jsctl stops CMD (a lost lease, --stop-timeout) the whole
-group gets SIGTERM, then SIGKILL 5s later.
+group gets SIGTERM, then SIGKILL 5s later (on Windows: a job object of its own gets
+CTRL_BREAK, then is terminated).
 
 Keys (--key, repeatable; the parts of several are joined with "|", a "|" or "\"
 inside a part escaped with "\"):
@@ -119,6 +123,10 @@ claim is left behind. The exit status is 1 when a message failed in this run and
 had not succeeded by its end (it will be redelivered, or it was terminated), else
 0, whether a signal, --max or --idle stopped the run.
 
+As a service: --metrics-listen ADDR serves Prometheus metrics on /metrics and health
+on /healthz and /readyz; --log-format json writes every stderr line as a JSON object,
+the command's output lines included (docs/consume.md).
+
 --json prints one line per delivery ({"seq","subject","key","action":
 processed|duplicate|failed|busy|released, ...}) and a final {"summary": {...}} line.
 
@@ -130,7 +138,8 @@ Examples:
   jsctl consume ORDERS billing --exec ./bill.sh --retention 30d --max-failures 5 --dead-letter dead.orders
   jsctl consume ORDERS billing --exec ./bill.sh --on-duplicate run --on-mismatch fail
   jsctl consume ORDERS audit --exec ./audit.sh --idempotent-subjects 'orders.*.paid'
-  jsctl consume ORDERS loader --batch 100 --exec 'jq -c .data > batch.ndjson && ./load batch.ndjson'`
+  jsctl consume ORDERS loader --batch 100 --exec 'jq -c .data > batch.ndjson && ./load batch.ndjson'
+  jsctl consume ORDERS billing --exec ./bill.sh --metrics-listen :9464 --log-format json`
 }
 
 // Validate checks the flags.
@@ -165,7 +174,10 @@ func (c *ConsumeCmd) Validate() error {
 	if _, err := parseRetention(c.Retention); err != nil {
 		return err
 	}
-	return nil
+	if _, err := c.handlerRun(c.Exec); err != nil {
+		return err
+	}
+	return c.serviceFlags.validate()
 }
 
 // keySpecs reads --key (or its alias --key-header).
@@ -282,9 +294,17 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 	status := newConsumeStatus(env, c.Progress)
 	status.watch(ctx, cons)
 	stderr := status.writer(env.Stderr)
+	lg := env.stderrLog().logger(stderr)                       // jsctl's lines, with fields for --log-format json
+	svc, err := c.startService(ctx, env, cl, cons, lg, stderr) // --metrics-listen
+	if err != nil {
+		status.close()
+		return err
+	}
+	defer svc.close()
 	var mu sync.Mutex // serialises output lines and the commands' output
 	out := &lockedWriter{mu: &mu, w: stderr}
 	onResult := func(r acks.Result) {
+		svc.result(r)
 		status.add(r)
 		mu.Lock()
 		defer mu.Unlock()
@@ -292,16 +312,7 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 			_ = p.PrintJSONLine(consumeLineOf(r))
 			return
 		}
-		switch {
-		case r.Action == acks.Failed && r.Err != nil:
-			fmt.Fprintf(stderr, "jsctl: message %d (%s): failed: %v%s\n", r.Seq, Escape(r.Subject), r.Err, failNote(r))
-		case r.Action == acks.Released:
-			fmt.Fprintf(stderr, "jsctl: message %d (%s): released: the command was stopped after --stop-timeout; it runs again on its next delivery\n", r.Seq, Escape(r.Subject))
-		case r.Mismatch && r.DuplicateRun:
-			fmt.Fprintf(stderr, "jsctl: message %d (%s): key %q was done for message %d with a different payload; ran again (--on-mismatch run)\n", r.Seq, Escape(r.Subject), r.Key, r.RecordSeq)
-		case r.Mismatch:
-			fmt.Fprintf(stderr, "jsctl: message %d (%s): key %q was done for message %d with a different payload; skipped as a duplicate\n", r.Seq, Escape(r.Subject), r.Key, r.RecordSeq)
-		}
+		logResult(lg, r)
 	}
 	keys, err := c.keySpecs()
 	if err != nil {
@@ -320,21 +331,29 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 	if len(c.IdempotentSubjects) > 0 {
 		opts = append(opts, acks.WithIdempotentSubjects(c.IdempotentSubjects...))
 	}
+	opts = append(opts, svc.options()...)
+	run, err := c.handlerRun(c.Exec)
+	if err != nil {
+		return err
+	}
 	var sum acks.Summary
-	h := execHandler{cmd: c.Exec, lingered: &lingerNotes{}}
+	h := execHandler{run: run, lingered: &lingerNotes{}, log: env.stderrLog()}
 	if c.Batch > 0 {
 		opts = append(opts, acks.WithBatch(c.Batch, c.BatchWait))
 		sum, err = store.ConsumeBatch(ctx, cons, func(hctx context.Context, ds []acks.Delivery) ([]error, error) {
+			defer svc.handlerStarted()()
 			return h.runBatch(hctx, ds, out)
 		}, opts...)
 	} else {
 		sum, err = store.Consume(ctx, cons, func(hctx context.Context, d acks.Delivery) error {
+			defer svc.handlerStarted()()
 			return h.runExec(hctx, d, out)
 		}, opts...)
 	}
 	if w := h.lingered.warning(); w != "" {
 		sum.Warnings = append(sum.Warnings, w)
 	}
+	svc.end(err)
 	status.close()
 	if err != nil && sum.Handled()+sum.Busy == 0 {
 		return err
@@ -342,6 +361,7 @@ func (c *ConsumeCmd) Run(ctx context.Context, env *Env) error {
 	if perr := c.printSummary(p, env.Stderr, scope, sum); perr != nil {
 		return perr
 	}
+	svc.lingerForScrape()
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,9 @@ import (
 
 // consumeStatus is consume's live status line on stderr: counts, rate,
 // elapsed time, and the consumer's pending count and lag, refreshed about
-// once a second. It exists only when stderr is a terminal and --json is off
-// (and --progress is on); otherwise every method does nothing. Output
+// once a second. It exists only when stderr is a terminal, --json is off
+// and stderr is not written as JSON (--log-format json), and --progress is
+// on; otherwise every method does nothing. Output
 // written through its writer (the command's output, jsctl's warnings)
 // clears the line first and draws it again after.
 //
@@ -40,10 +41,10 @@ type consumeStatus struct {
 // nothing.
 func newConsumeStatus(env *Env, enabled bool) *consumeStatus {
 	s := &consumeStatus{start: time.Now(), failing: map[uint64]bool{}}
-	if !enabled || !env.StderrIsTerminal || env.Globals.JSON {
+	if !enabled || !env.StderrIsTerminal || env.Globals.JSON || env.logJSON() {
 		return s
 	}
-	stderr := env.Stderr
+	stderr := unwrapStderr(env.Stderr) // the terminal itself, for its width
 	s.width = func() int { return terminalWidth(stderr) }
 	s.bar = progressbar.NewOptions(-1,
 		progressbar.OptionSetWriter(env.Stderr),

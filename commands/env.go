@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -29,6 +30,8 @@ type Globals struct {
 	JSON     bool          `short:"j" name:"json" help:"Print JSON for scripts." group:"output"`
 	TZ       string        `name:"tz" env:"JSCTL_TZ" placeholder:"ZONE" help:"Time zone for reading and printing times (IANA name, UTC or Local; default local)." group:"output"`
 	Wide     bool          `name:"wide" help:"Print full-precision times in tables (default: 14:31:38.604 today, the date added otherwise)." group:"output"`
+	// LogFormat is how stderr is written (log.go).
+	LogFormat string `name:"log-format" env:"JSCTL_LOG_FORMAT" default:"text" enum:"text,json" help:"What jsctl writes to stderr: text, or json (one JSON object per line: time, level, msg and fields such as stream, consumer, seq; no progress bars)." group:"output"`
 }
 
 // Env is what a command's Run receives: the global flags, the standard
@@ -54,10 +57,37 @@ type Env struct {
 	stopsOnSignal bool
 	// waits draws what jsctl waits for on stderr (waits.go).
 	waits *waitLines
+	// log is Stderr as --log-format writes it (log.go); Run sets it.
+	log *stderrLog
 	// notices, when set, gets what jsctl would say on stderr while a
 	// full-screen UI owns the terminal (noticesTo, waits.go).
 	notices func(string)
 }
+
+// stderrLog is jsctl's standard error as --log-format writes it: the one
+// Run made, or (an Env made elsewhere, such as the demo's) text over
+// Stderr.
+func (e *Env) stderrLog() *stderrLog {
+	if e.log == nil {
+		e.log = &stderrLog{w: e.Stderr, secrets: func() []string { return nil }}
+	}
+	return e.log
+}
+
+// Logger is a log/slog logger for jsctl's own lines on stderr, with fields
+// for --log-format json; in text mode it writes "jsctl: MSG" to Stderr.
+// While a full-screen UI owns the terminal (noticesTo), the lines go to
+// the UI as text, whatever the format.
+func (e *Env) Logger() *slog.Logger {
+	if e.notices != nil {
+		return slog.New(textHandler{w: e.Stderr})
+	}
+	return e.stderrLog().logger(e.Stderr)
+}
+
+// logJSON reports whether stderr is written as JSON (--log-format json):
+// then nothing is drawn in place on it.
+func (e *Env) logJSON() bool { return e.stderrLog().JSON() }
 
 // Location is the zone of --tz.
 func (e *Env) Location() (*time.Location, error) {

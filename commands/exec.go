@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/jsctl/jsctl/jsutil/acks"
@@ -20,10 +20,13 @@ import (
 // acks retry: once per message, or once per batch (see runProcess for how
 // its process is run and stopped).
 type execHandler struct {
-	cmd string
+	run handlerRun
 	// lingered collects the messages whose command left a process
 	// holding its output (nil: not reported).
 	lingered *lingerNotes
+	// log writes the command's output lines for --log-format json (nil:
+	// as they are).
+	log *stderrLog
 }
 
 // runExec runs --exec for one message. A command that cannot be started
@@ -55,7 +58,9 @@ func (c execHandler) runExec(ctx context.Context, d acks.Delivery, out io.Writer
 	if d.Retry {
 		env = append(env, "JSCTL_RETRY=1")
 	}
-	lingered, _, err := runProcess(ctx, c.command(env...), d.Msg.Data(), out, nil)
+	stdout, stderr, done := c.log.handlerWriters(out, slog.Uint64("seq", d.Seq))
+	lingered, _, err := runProcess(ctx, c.command(env...), d.Msg.Data(), stdout, stderr)
+	done()
 	if lingered {
 		c.lingered.add(d.Seq)
 	}
@@ -69,10 +74,7 @@ func exitErr(err error) error {
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return fmt.Errorf("command killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
-		}
-		return fmt.Errorf("command exited with status %d", ee.ExitCode())
+		return errors.New(exitText(ee)) // exec_unix.go, exec_windows.go
 	}
 	return acks.CannotRun(fmt.Errorf("run command: %w", err))
 }
@@ -120,14 +122,19 @@ func (c execHandler) runBatch(ctx context.Context, ds []acks.Delivery, out io.Wr
 		"JSCTL_BATCH_SIZE="+strconv.Itoa(len(ds)),
 	)
 	results := newBatchResults(ds, out)
+	stdout, stderr, done := c.log.handlerWriters(out, slog.Uint64("first_seq", ds[0].Seq), slog.Uint64("last_seq", ds[len(ds)-1].Seq), slog.Int("batch_size", len(ds)))
+	if stderr == nil {
+		stderr = out
+	}
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		readBatchOutput(pr, out, results) // see batch_result.go
+		readBatchOutput(pr, stdout, results) // see batch_result.go
 	}()
-	lingered, cut, err := runProcess(ctx, cmd, in.Bytes(), pw, out)
+	lingered, cut, err := runProcess(ctx, cmd, in.Bytes(), pw, stderr)
 	pw.Close()
 	<-read
+	done()
 	if lingered {
 		for _, d := range ds {
 			c.lingered.add(d.Seq)

@@ -10,13 +10,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
-// How a handler's process is run and stopped. The process (sh -c CMD) runs
-// in its own process group, so a terminal's Ctrl-C reaches only jsctl. Its
-// exit decides the outcome, not its children:
+// How a handler's process is run and stopped. The process (the shell
+// running CMD: sh -c on Unix, cmd /d /s /c on Windows, or --shell) is the
+// root of a process tree of its own (procTree: a process group on Unix, a
+// job object in a new console process group on Windows), so a terminal's
+// Ctrl-C reaches only jsctl. Its exit decides the outcome, not its
+// children:
 //   - When it exits, jsctl waits for its output to end (the pipes to
 //     close) while output still arrives: until handlerOutputGrace passes
 //     with no output, handlerOutputLimit at most. Only then does it judge
@@ -24,22 +26,42 @@ import (
 //     so output the process wrote before it exited is never cut short by a
 //     slow reader. A process it started that still holds its stdout or
 //     stderr then is reported (a warning naming
-//     the messages) and sent SIGTERM with the rest of the group; it never
-//     turns a success into a failure. A background process whose output is
-//     redirected (cmd >/dev/null 2>&1 &) is left alone.
+//     the messages) and asked to end with the rest of its tree
+//     (procTree.terminate); it never turns a success into a failure. A
+//     background process whose output is redirected (cmd >/dev/null 2>&1 &)
+//     is left alone.
 //   - When jsctl must stop it (a lost lease, the stop timeout after
-//     SIGINT/SIGTERM), its whole process group gets SIGTERM, and SIGKILL
-//     handlerKillGrace later if anything of it is still there.
+//     SIGINT/SIGTERM), its whole tree is asked to end (terminate: SIGTERM,
+//     or CTRL_BREAK on Windows), and killed (kill: SIGKILL, or the job
+//     object terminated) handlerKillGrace later if anything of it is still
+//     there.
 const (
 	handlerOutputGrace = time.Second
 	handlerOutputLimit = 10 * time.Second
 	handlerKillGrace   = 5 * time.Second
 )
 
-// command builds `sh -c CMD` in its own process group.
+// procTree is a started handler process and the processes it starts, as
+// this platform stops them together (exec_unix.go, exec_windows.go).
+// startTree(cmd) starts cmd as the root of a new one.
+type procTree interface {
+	// terminate asks every process of the tree to end: SIGTERM to the
+	// process group; on Windows CTRL_BREAK to its console process group
+	// (or, where that cannot be sent, kill).
+	terminate()
+	// kill ends them at once: SIGKILL to the process group; on Windows
+	// the job object is terminated.
+	kill()
+	// release lets go of the tree once jsctl is done with it, leaving any
+	// process still running alone (on Windows, the job object's handle is
+	// closed).
+	release()
+}
+
+// command is the handler's process for one run, with env added to jsctl's
+// own environment (not yet started: runProcess starts it).
 func (c execHandler) command(env ...string) *exec.Cmd {
-	cmd := exec.Command("sh", "-c", c.cmd)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := c.run.command()
 	cmd.Env = append(os.Environ(), env...)
 	return cmd
 }
@@ -85,13 +107,13 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 		cmd.Stderr = errW
 		readers, dsts = append(readers, errR), append(dsts, stderr)
 	}
-	err = cmd.Start()
+	tree, err := startTree(cmd)
 	closeAll(childEnds) // the child has its own copies
 	if err != nil {
 		closeAll(parentEnds)
 		return false, false, err
 	}
-	pgid := cmd.Process.Pid
+	defer tree.release()
 	go func() { // a command that does not read its input gets EPIPE: fine
 		_, _ = inW.Write(stdin)
 		_ = inW.Close()
@@ -113,7 +135,7 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 
-	// Until it exits: stop its group when ctx ends.
+	// Until it exits: stop its tree when ctx ends.
 	done, stopped := ctx.Done(), false
 	var kill <-chan time.Time
 	for exited := false; !exited; {
@@ -122,11 +144,11 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 			exited = true
 		case <-done:
 			done, stopped = nil, true
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			tree.terminate()
 			kill = time.After(handlerKillGrace)
 		case <-kill:
 			kill = nil
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			tree.kill()
 		}
 	}
 	// Then its output, while it still arrives (or, when it was stopped,
@@ -146,11 +168,11 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, stdin []byte, stdout, stderr
 	}
 	if !ended {
 		lingered = true
-		sig := syscall.SIGTERM
 		if stopped {
-			sig = syscall.SIGKILL
+			tree.kill()
+		} else {
+			tree.terminate()
 		}
-		_ = syscall.Kill(-pgid, sig)
 		closeAll(readers) // its output from now on goes nowhere
 		<-outputDone
 	}
@@ -236,6 +258,6 @@ func (n *lingerNotes) warning() string {
 	if len(seqs) > 1 {
 		what = "messages"
 	}
-	return fmt.Sprintf("the command for %s %s exited but left a process holding its output (%v without output, or %v at most); that process was sent SIGTERM and the outcome judged by the command's exit status (redirect a background process's output, cmd >/dev/null 2>&1 &, to keep it running)",
-		what, b.String(), handlerOutputGrace, handlerOutputLimit)
+	return fmt.Sprintf("the command for %s %s exited but left a process holding its output (%v without output, or %v at most); that process was sent %s and the outcome judged by the command's exit status (redirect a background process's output, cmd >/dev/null 2>&1 &, to keep it running)",
+		what, b.String(), handlerOutputGrace, handlerOutputLimit, terminateText)
 }

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 	_ "time/tzdata" // --tz works on machines without a zone database
 
@@ -24,14 +23,10 @@ import (
 // Main runs jsctl with args (without the program name) on the process's
 // standard streams and returns the exit code.
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...) // signals_unix.go, signals_windows.go
 	defer stop()
 	context.AfterFunc(ctx, stop) // after the first signal, a second one kills at once
-	// A closed pipe on stdout (jsctl ... | head) makes writes fail with
-	// EPIPE instead of killing the process, so commands stop and clean up
-	// (the demo's store, an embedded server). A handler installed with
-	// Notify, unlike an ignored signal, is reset for child processes.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	catchSIGPIPE()
 	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stdin) && isTerminal(os.Stdout))
 }
 
@@ -41,10 +36,12 @@ type exitRequest struct{ code int }
 // Run runs jsctl with explicit streams; Main is Run on the process's own.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) (code int) {
 	out := &stdoutWriter{w: stdout}
+	log := newStderrLog(stderr, args) // --log-format (log.go)
+	stderr = log
 	defer func() { code = outputCode(code, out.err, stderr) }()
 	stdout = out
 	cli := &CLI{}
-	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(stderr), Now: time.Now}
+	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(unwrapStderr(stderr)), Now: time.Now, log: log}
 	defer env.Close()
 	args, topic := helpArgs(args)
 	if topic != "" {
@@ -60,6 +57,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer catchPanic(&code, stderr, &cli.Globals)
 	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
+	if err == nil {
+		log.setFormat(cli.Globals.LogFormat)
+		log.setSecrets(func() []string { return []string{cli.Globals.Password, cli.Globals.Token} })
+	}
 	if err != nil && out.err != nil { // help that could not be written
 		return writeFailed(stderr, out.err)
 	}
@@ -93,7 +94,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if ctx.Err() != nil && !env.stopsOnSignal && !errors.Is(err, jsutil.ErrCancelled) {
 		err = jsutil.Classify(jsutil.ErrCancelled, err)
 	}
-	if msg := errorText(err); msg != "" && !errors.Is(err, syscall.EPIPE) {
+	if msg := errorText(err); msg != "" && !brokenPipe(err) {
 		fmt.Fprintf(stderr, "jsctl: error: %s\n", TermSafe(maskSecrets(msg, &cli.Globals)))
 	}
 	return exitCode(err)
@@ -107,7 +108,7 @@ func outputCode(code int, werr error, stderr io.Writer) int {
 	switch {
 	case werr == nil:
 		return code
-	case errors.Is(werr, syscall.EPIPE):
+	case brokenPipe(werr):
 		if code == ExitFailure {
 			return ExitOK // the failure was the closed pipe itself
 		}
@@ -122,7 +123,7 @@ func outputCode(code int, werr error, stderr io.Writer) int {
 // whose own error it is has printed it already) and is exit 1, or 0 on a
 // pipe its reader closed (outputCode).
 func writeFailed(stderr io.Writer, werr error) int {
-	if errors.Is(werr, syscall.EPIPE) {
+	if brokenPipe(werr) {
 		return ExitOK
 	}
 	fmt.Fprintf(stderr, "jsctl: error: %v\n", werr)

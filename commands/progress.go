@@ -30,9 +30,10 @@ type progress struct {
 }
 
 // Progress returns a progress bar described by description, or one that
-// draws nothing when stderr is not a terminal or --json is on.
+// draws nothing when stderr is not a terminal, --json is on or stderr is
+// written as JSON (--log-format json).
 func (e *Env) Progress(description string) *progress {
-	if !e.StderrIsTerminal || e.Globals.JSON || e.notices != nil { // a UI owns the terminal
+	if !e.StderrIsTerminal || e.Globals.JSON || e.logJSON() || e.notices != nil { // a UI owns the terminal
 		return &progress{}
 	}
 	return &progress{w: e.Stderr, description: description}

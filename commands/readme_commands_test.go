@@ -147,6 +147,9 @@ var readmeCases = map[string]readmeCase{
 	"jsctl consume ORDERS billing --exec ./bill.sh --retention 30d": {
 		run: "jsctl consume ORDERS billing --exec ./bill.sh --retention 30d --idle 1s", why: "without --idle it runs until stopped"},
 	"jsctl acks stats --scope ORDERS.billing": {},
+	"jsctl consume ORDERS billing --exec ./bill.sh --metrics-listen 127.0.0.1:9464": {
+		run: "jsctl consume ORDERS billing --exec ./bill.sh --metrics-listen 127.0.0.1:0 --idle 1s", why: "without --idle it runs until stopped; a test never takes a fixed port"},
+	"jsctl consume ORDERS billing --exec ./bill.sh --idle 2s --log-format json": {},
 	"jsctl consume ORDERS billing --exec ./bill.sh --on-duplicate run --on-mismatch fail": {
 		run: "jsctl consume ORDERS billing --exec ./bill.sh --on-duplicate run --on-mismatch fail --idle 1s", why: "without --idle it runs until stopped"},
 	"jsctl consume ORDERS refunds --exec ./refund.sh --max-failures 5 --dead-letter dead.orders": {exit: 1,

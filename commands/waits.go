@@ -2,8 +2,10 @@ package commands
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -35,11 +37,14 @@ import (
 // waitNoticeEvery is how often a plain line repeats while a wait goes on.
 const waitNoticeEvery = 10 * time.Second
 
-// waitLines draws those lines; it is safe for concurrent use.
+// waitLines draws those lines; it is safe for concurrent use. With
+// --log-format json the plain lines are records with fields and nothing is
+// drawn in place.
 type waitLines struct {
 	mu    sync.Mutex
 	w     io.Writer
-	live  bool // draw the drain in place (a terminal, without --json)
+	log   *slog.Logger
+	live  bool // draw the drain in place (a terminal, without --json or --log-format json)
 	quiet bool // no drain lines at all (--json)
 	drawn bool // a live line is on the screen
 	// last is when each kind of plain line was last printed ("" for
@@ -97,7 +102,7 @@ func (w *noticeWriter) Write(b []byte) (int, error) {
 
 func (e *Env) waitLines() *waitLines {
 	if e.waits == nil {
-		e.waits = &waitLines{w: e.Stderr, live: e.StderrIsTerminal && !e.Globals.JSON, quiet: e.Globals.JSON, last: map[string]time.Time{}}
+		e.waits = &waitLines{w: e.Stderr, log: e.Logger(), live: e.StderrIsTerminal && !e.Globals.JSON && !e.logJSON(), quiet: e.Globals.JSON, last: map[string]time.Time{}}
 	}
 	return e.waits
 }
@@ -108,11 +113,16 @@ func (l *waitLines) unanswered(u jsutil.Unanswered) {
 	if left < time.Second {
 		return // it gives up now: the error says so
 	}
+	until := slog.String("until", u.Until.UTC().Format(time.RFC3339Nano))
 	if u.Bucket != "" {
-		l.plain("", fmt.Sprintf("bucket %q was just found, but a server does not know its stream yet; asking again for up to %s (Ctrl-C to stop)", u.Bucket, left))
+		l.plain("", fmt.Sprintf("bucket %q was just found, but a server does not know its stream yet; asking again for up to %s (Ctrl-C to stop)", u.Bucket, left), until, slog.String("bucket", u.Bucket))
 		return
 	}
-	l.plain("", fmt.Sprintf("no answer from the server; asking again for up to %s (Ctrl-C to stop)", left))
+	attrs := []slog.Attr{until}
+	if u.Err != nil {
+		attrs = append(attrs, slog.String("error", u.Err.Error()))
+	}
+	l.plain("", fmt.Sprintf("no answer from the server; asking again for up to %s (Ctrl-C to stop)", left), attrs...)
 }
 
 // drain is the callback of reset.Options.Drain.
@@ -125,7 +135,8 @@ func (l *waitLines) drain(d reset.Drain) {
 		plural(d.Unacked, "delivery", "deliveries"), d.Consumer, d.Stream, d.Waited.Truncate(time.Second), d.Timeout)
 	if !l.live {
 		if d.Outcome == "" {
-			l.plain(key, msg)
+			l.plain(key, msg, slog.String("stream", d.Stream), slog.String("consumer", d.Consumer),
+				slog.Int("unacked", d.Unacked), slog.Float64("waited_seconds", d.Waited.Seconds()), slog.Float64("timeout_seconds", d.Timeout.Seconds()))
 		} else {
 			l.mu.Lock()
 			delete(l.last, key)
@@ -149,9 +160,10 @@ func (l *waitLines) drain(d reset.Drain) {
 	l.drawn = true
 }
 
-// plain prints msg on a line of its own, unless a line of the same key
-// was printed less than waitNoticeEvery ago.
-func (l *waitLines) plain(key, msg string) {
+// plain prints msg on a line of its own (a record with attrs in json),
+// unless a line of the same key was printed less than waitNoticeEvery
+// ago.
+func (l *waitLines) plain(key, msg string, attrs ...slog.Attr) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.to != nil {
@@ -163,7 +175,7 @@ func (l *waitLines) plain(key, msg string) {
 	}
 	l.last[key] = time.Now()
 	l.clear()
-	fmt.Fprintf(l.w, "jsctl: %s\n", msg)
+	l.log.LogAttrs(context.Background(), levelNotice, msg, attrs...)
 }
 
 // clear removes the live line, if one is drawn.

@@ -207,7 +207,9 @@ func (s *Server) signal(sig syscall.Signal, d time.Duration) bool {
 	if cmd == nil {
 		return true
 	}
-	_ = syscall.Kill(cmd.Process.Pid, sig)
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return false // a signal this platform cannot send (SIGTERM on Windows)
+	}
 	select {
 	case <-exit:
 	case <-time.After(d):

@@ -1,3 +1,5 @@
+//go:build unix
+
 package acks_test
 
 import (
@@ -303,7 +305,8 @@ func runJsctl(b *testing.B, url string, args ...string) *syscall.Rusage {
 	return cmd.ProcessState.SysUsage().(*syscall.Rusage)
 }
 
-// cpuMicros is the user and system CPU time of a rusage, in microseconds.
+// cpuMicros is the user and system CPU time of a rusage, in microseconds
+// (a Timeval's fields are int32 on some systems, int64 on others).
 func cpuMicros(u *syscall.Rusage) float64 {
-	return float64(u.Utime.Sec*1e6 + u.Utime.Usec + u.Stime.Sec*1e6 + u.Stime.Usec)
+	return float64(u.Utime.Sec)*1e6 + float64(u.Utime.Usec) + float64(u.Stime.Sec)*1e6 + float64(u.Stime.Usec)
 }

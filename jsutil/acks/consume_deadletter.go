@@ -52,6 +52,9 @@ func (l *loop) sweep(ctx context.Context) {
 		return
 	}
 	sw, err := l.s.SweepDeadLetters(ctx, l.c.scope, l.c.lease)
+	if err == nil {
+		l.swept(sw.Published)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {

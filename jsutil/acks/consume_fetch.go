@@ -26,7 +26,8 @@ const firstRetry = 50 * time.Millisecond
 
 // fetch pulls messages into the queue until a stop condition holds; it
 // returns an error only when the consumer is gone for good.
-func (l *loop) fetch(ctx context.Context) error {
+func (l *loop) fetch(ctx context.Context) (err error) {
+	defer func() { l.fetchStopped(err) }()
 	l.mu.Lock()
 	l.lastMsg = time.Now()
 	l.mu.Unlock()
@@ -45,6 +46,7 @@ func (l *loop) fetch(ctx context.Context) error {
 			continue
 		}
 		got, err := l.pull(ctx, w)
+		l.fetched(got, err)
 		if err := l.afterPull(ctx, f, w, got, err); err != nil {
 			return err
 		}

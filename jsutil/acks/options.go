@@ -286,6 +286,7 @@ type consumeConfig struct {
 	batch     int
 	batchWait time.Duration
 	onResult  func(Result)
+	observe   observers // OnFetch, OnSweep (consume_observe.go)
 }
 
 type consumeOpt func(*consumeConfig)

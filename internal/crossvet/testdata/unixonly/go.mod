@@ -1,0 +1,3 @@
+module unixonly
+
+go 1.26

@@ -1,0 +1,3 @@
+module vetwindows
+
+go 1.26
