@@ -22,7 +22,8 @@ func TestWaitLinesUnanswered(t *testing.T) {
 			"jsctl: bucket \"JSCTL_ACKS\" was just found, but a server does not know its stream yet; asking again for up to 5s (Ctrl-C to stop)\n"},
 	} {
 		var out bytes.Buffer
-		l := &waitLines{w: &out, last: map[string]time.Time{}}
+		e := &Env{Stderr: &out}
+		l := &waitLines{w: &out, log: e.Logger(), last: map[string]time.Time{}}
 		l.unanswered(tc.u)
 		l.unanswered(tc.u) // at most every waitNoticeEvery
 		if out.String() != tc.want {

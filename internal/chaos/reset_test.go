@@ -138,7 +138,7 @@ func TestDeniedResetNeverEscalates(t *testing.T) {
 	fetchAck(t, e, "c", 20)
 	ci := consumerInfo(t, e, "c")
 	code, out, errs := e.run("consumer", "reset", "ORDERS", "c", "--to-seq", "2", "--execute", "--timeout", "1s")
-	if code != 7 || !strings.Contains(errs, `permission denied (publish to "$JS.API.CONSUMER.RESET.ORDERS.c")`) {
+	if code != 7 || !strings.Contains(errs, `permission denied: this user may not reset consumer "c" of stream "ORDERS" (the server refused a publish to "$JS.API.CONSUMER.RESET.ORDERS.c")`) {
 		t.Fatalf("exit %d, want 7 naming the refused request:\n%s\n%s", code, out, errs)
 	}
 	after := consumerInfo(t, e, "c")
