@@ -221,6 +221,13 @@ func EndOnRefusal(ctx context.Context, subject string) (_ context.Context, stop 
 	return RefusalsOf(ctx).watch(ctx, subject)
 }
 
+// EndOnRefusalPrefix is EndOnRefusal for every subject that is prefix or
+// starts with prefix and a dot: the creation of a consumer, whose subject
+// nats.go ends with the consumer's filter.
+func EndOnRefusalPrefix(ctx context.Context, prefix string) (_ context.Context, stop func()) {
+	return RefusalsOf(ctx).watchMatch(ctx, func(s string) bool { return s == prefix || strings.HasPrefix(s, prefix+".") })
+}
+
 // RefusedCause is err, or the refusal that ended ctx (see EndOnRefusal)
 // when that is why the request failed: an ErrPermission error naming the
 // refused subject.
