@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/failover"
 	"github.com/jsctl/jsctl/jsutil/positions"
 	"github.com/jsctl/jsctl/jsutil/replica"
@@ -231,15 +232,29 @@ func (r *copyRun) run(ctx context.Context, env *Env, p *Printer, tcl *jsutil.Cli
 	if err != nil || !apply {
 		return err
 	}
+	var objects []auditObject
+	for _, c := range pl.Changes {
+		objects = append(objects, auditObject{c.Stream, c.Consumer})
+	}
+	action := audit.Copy
+	if r.plan.Snapshot != "" {
+		action = audit.SnapshotRestore
+	}
+	// The events go on the target's connection: the change is made there.
+	ch, err := env.beginChange(ctx, tcl, action, objects)
+	if err != nil {
+		return err
+	}
 	bar := env.Progress("changing consumers")
 	r.ran = true
 	opts.Progress = bar.Set
+	opts.Reason, opts.Ended = env.Globals.Reason, ch.resetEnded()
 	execErr := reset.Execute(ctx, tcl.JS, pl, opts)
 	bar.Done()
 	if err := r.print(p, ""); err != nil {
 		return err
 	}
-	return execErr
+	return ch.close(execErr)
 }
 
 // refusal is the error of a plan with refused changes (jsutil.ErrConflict),

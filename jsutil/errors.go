@@ -41,6 +41,10 @@ var (
 	// ErrPermission marks a request the server refused for lack of
 	// permission.
 	ErrPermission = errors.New("permission denied")
+	// ErrAudit marks a change refused (or a change made) under --audit
+	// required whose audit event cannot be (or was not) written to the
+	// audit stream: exit 7, like a permission the server denies.
+	ErrAudit = errors.New("audit event not writable")
 )
 
 // classed is an error that belongs to one of the sentinel classes while
