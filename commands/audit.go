@@ -26,7 +26,8 @@ func (AuditCmd) Help() string {
 changed (consumer reset, recover, snapshot save/restore/rm, consumer copy,
 pause, resume, acks forget/retry/compact), stored in the stream JSCTL_AUDIT on
 jsctl.audit.<action>.<stream>.<consumer>. The table shows when, what, on which
-consumer, by whom and the ack floor before and after; --json prints each event
+consumer, by whom, the outcome (ok: verified) with the ack floor before and after,
+and the reason; --json prints each event
 as one JSON line (the schema is in docs/audit.md). --follow then waits for new
 events until Ctrl-C. Messages on the stream that are not events jsctl can read
 are reported on stderr by their sequence and skipped.
@@ -114,8 +115,8 @@ func (c *AuditCmd) Run(ctx context.Context, env *Env) error {
 const (
 	auditTimeW   = 14
 	auditActionW = 16
-	auditObjectW = 22
-	auditByW     = 10
+	auditObjectW = 18
+	auditByW     = 8
 	auditLineW   = 80
 )
 
@@ -138,23 +139,27 @@ func auditLine(p *Printer, e *audit.Event) string {
 	return cutRunes(line, auditLineW)
 }
 
-// auditChange says what changed: the outcome and the ack floor before and
-// after ("verified floor 120→40"), or the pause.
+// auditChange says what changed, shortly: the outcome ("ok" for
+// verified) and the ack floor before and after ("ok 120→40"), a pause, a
+// create, or the target; then the reason.
 func auditChange(e *audit.Event) string {
 	s := string(e.Outcome)
+	if e.Outcome == audit.Verified {
+		s = "ok"
+	}
 	b, a := e.Before, e.After
 	switch {
 	case b != nil && a != nil && b.AckFloor != a.AckFloor:
-		s += fmt.Sprintf(" floor %d→%d", b.AckFloor, a.AckFloor)
+		s += fmt.Sprintf(" %d→%d", b.AckFloor, a.AckFloor)
 	case b != nil && a != nil && b.Paused != a.Paused:
 		s += map[bool]string{true: " paused", false: " resumed"}[a.Paused]
 	case b == nil && a != nil:
-		s += fmt.Sprintf(" created at floor %d", a.AckFloor)
-	case a != nil && e.Target != "":
+		s += fmt.Sprintf(" new at %d", a.AckFloor)
+	case e.Target != "":
 		s += " " + Escape(e.Target)
 	}
 	if e.Recovers != "" {
-		s += " (change " + Escape(e.Recovers) + ")"
+		s += " of " + Escape(e.Recovers)
 	}
 	if e.Reason != "" {
 		s += ": " + Escape(e.Reason)
