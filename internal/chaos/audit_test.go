@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,10 +15,13 @@ import (
 
 	"github.com/jsctl/jsctl/internal/natsproc"
 	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/reset"
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // events reads every message of JSCTL_AUDIT with a plain client, decoded
@@ -447,4 +451,111 @@ func TestAuditFollow(t *testing.T) {
 		return err == nil && s.CachedInfo().State.Consumers == 0
 	})
 	t.Logf("SUMMARY audit --follow: printed the stored event and the one another jsctl process wrote (2 events); nothing left on the server")
+}
+
+// TestAuditNATSIdentity: the event names the NATS identity the connection
+// authenticated as, for a creds (JWT) user, an nkey user and a
+// user/password user, and never a secret.
+func TestAuditNATSIdentity(t *testing.T) {
+	dir := t.TempDir()
+	ukp, _ := nkeys.CreateUser()
+	upub, _ := ukp.PublicKey()
+	useed, _ := ukp.Seed()
+	seedFile := filepath.Join(dir, "user.nk")
+	if err := os.WriteFile(seedFile, append(useed, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	okp, _ := nkeys.CreateOperator()
+	opub, _ := okp.PublicKey()
+	skp, _ := nkeys.CreateAccount()
+	spub, _ := skp.PublicKey()
+	akp, _ := nkeys.CreateAccount()
+	apub, _ := akp.PublicKey()
+	oc := jwt.NewOperatorClaims(opub)
+	oc.SystemAccount = spub
+	opJWT, err := oc.Encode(okp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysJWT, err := jwt.NewAccountClaims(spub).Encode(okp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := jwt.NewAccountClaims(apub)
+	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1, MaxAckPending: -1}
+	accJWT, err := ac.Encode(okp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc := jwt.NewUserClaims(upub)
+	uc.Name = "audit-user"
+	userJWT, err := uc.Encode(akp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := jwt.FormatUserConfig(userJWT, useed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	credsFile := filepath.Join(dir, "user.creds")
+	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const password = "pw-never-in-an-event"
+	cases := []struct {
+		name   string
+		config string
+		client nats.Option
+		auth   []string
+		flags  []string
+		want   jsutil.NATSUser
+	}{
+		{"creds", fmt.Sprintf("operator: %s\nsystem_account: %s\nresolver: MEMORY\nresolver_preload: {\n  %s: %s\n  %s: %s\n}\n", opJWT, spub, spub, sysJWT, apub, accJWT),
+			nats.UserCredentials(credsFile), []string{"NATS_CREDS=" + credsFile}, nil,
+			jsutil.NATSUser{Kind: "jwt", JWTSub: upub, JWTName: "audit-user", Account: apub}},
+		{"nkey", fmt.Sprintf("authorization { users: [ {nkey: %s} ] }", upub),
+			mustNkeyOption(t, seedFile), []string{"NATS_NKEY=" + seedFile}, nil,
+			jsutil.NATSUser{Kind: "nkey", NKey: upub}},
+		{"user", fmt.Sprintf("authorization { users: [ {user: ops, password: %q} ] }", password),
+			nats.UserInfo("ops", password), nil, []string{"--user", "ops", "--password", password},
+			jsutil.NATSUser{Kind: "user", User: "ops"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, natsproc.Options{Config: tc.config}, tc.client)
+			e.auth = tc.auth
+			if _, err := e.js.CreateConsumer(e.ctx(), "ORDERS", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+				t.Fatal(err)
+			}
+			e.must(0, append(tc.flags, "consumer", "pause", "ORDERS", "c")...)
+			evs := e.events()
+			if len(evs) != 1 {
+				t.Fatalf("%d events, want 1", len(evs))
+			}
+			if evs[0].NATS != tc.want {
+				t.Errorf("NATS identity %+v, want %+v", evs[0].NATS, tc.want)
+			}
+			s, err := e.js.Stream(e.ctx(), audit.Stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := s.GetMsg(e.ctx(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(m.Data), password) || strings.Contains(string(m.Data), string(useed)) {
+				t.Errorf("the event holds a secret: %s", m.Data)
+			}
+			t.Logf("SUMMARY audit identity %s: %d event naming %+v", tc.name, len(evs), evs[0].NATS)
+		})
+	}
+}
+
+func mustNkeyOption(t *testing.T, seedFile string) nats.Option {
+	t.Helper()
+	opt, err := nats.NkeyOptionFromSeed(seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt
 }
