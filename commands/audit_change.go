@@ -20,7 +20,7 @@ import (
 type auditFlags struct {
 	Reason        string `name:"reason" env:"JSCTL_REASON" placeholder:"TEXT" help:"Why the change is made: stored in its audit event and in history (changing commands; at most 1000 bytes)." group:"audit"`
 	RequireReason bool   `name:"require-reason" env:"JSCTL_REQUIRE_REASON" help:"Refuse a change without --reason (exit 2), for teams that want every change explained." group:"audit"`
-	Audit         string `name:"audit" env:"JSCTL_AUDIT" default:"best-effort" enum:"best-effort,required,off" predictor:"enum" help:"Audit events in stream JSCTL_AUDIT: best-effort (change, and warn when the event cannot be written), required (first prove the event can be written, else refuse with exit 7) or off (${enum})." group:"audit"`
+	AuditMode     string `name:"audit" env:"JSCTL_AUDIT" default:"best-effort" enum:"best-effort,required,off" predictor:"enum" help:"Audit events in stream JSCTL_AUDIT: best-effort (change, and warn when the event cannot be written), required (first prove the event can be written, else refuse with exit 7) or off (${enum})." group:"audit"`
 }
 
 // maxReason bounds --reason.
@@ -82,13 +82,13 @@ func (e *Env) beginChange(ctx context.Context, cl *jsutil.Client, action audit.A
 	user, host := jsutil.Who("", "")
 	r := &changeRun{
 		env: e, action: action, js: cl.JS, who: audit.Identity{User: user, Host: host, NATS: cl.User},
-		off: e.Globals.Audit == "off", before: map[auditObject]*audit.State{}, streams: map[string]*audit.Object{},
+		off: e.Globals.AuditMode == "off", before: map[auditObject]*audit.State{}, streams: map[string]*audit.Object{},
 	}
 	if r.off {
 		return r, nil
 	}
 	r.pub = audit.NewPublisher(cl.JS, audit.Options{Timeout: e.Globals.Timeout, Replicas: e.auditReplicas(ctx, cl.JS, objects)})
-	if e.Globals.Audit == "required" {
+	if e.Globals.AuditMode == "required" {
 		subjects := []string{}
 		for _, o := range objects {
 			subjects = append(subjects, audit.Subject(action, o.Stream, o.Consumer))
@@ -250,7 +250,7 @@ func (r *changeRun) resetEnded() func(context.Context, reset.Ended) {
 // close ends the run: err (the command's own) first; else, under --audit
 // required, an event that was not written (the change was made).
 func (r *changeRun) close(err error) error {
-	if err != nil || r == nil || r.env.Globals.Audit != "required" {
+	if err != nil || r == nil || r.env.Globals.AuditMode != "required" {
 		return err
 	}
 	r.mu.Lock()
