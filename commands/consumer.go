@@ -45,7 +45,7 @@ func (ConsumerCmd) Help() string {
 // commands that work across streams (consumer ls, reset, check, snapshot
 // save).
 type streamsFlag struct {
-	Streams []string `name:"streams" placeholder:"GLOB" help:"Select streams whose names match GLOB ('*', '?', '[a-z]'; repeatable) instead of naming one; KV_ and OBJ_ streams only when GLOB starts so."`
+	Streams []string `name:"streams" placeholder:"GLOB" help:"Select streams whose names match GLOB ('*', '?', '[a-z]'; repeatable) instead of naming one; KV_, OBJ_ and JSCTL_ streams only when GLOB starts so."`
 }
 
 // selection builds the library selection from a stream argument, consumer

@@ -120,6 +120,8 @@ func subjectPattern(subj string) string {
 		return ""
 	case strings.HasPrefix(subj, "$JS.M."), strings.HasPrefix(subj, "$JS.S."), strings.HasPrefix(subj, "$JS.FC."):
 		return "" // the server's own mirror and source traffic (heartbeats, flow control)
+	case strings.HasPrefix(subj, "jsctl.audit."):
+		return "jsctl.audit.<action>.<stream>.<consumer>" // docs/audit.md
 	case tok[0] == "$KV" && len(tok) > 2:
 		return "$KV." + tok[1] + ".>"
 	case tok[0] == "$JS" && len(tok) > 1 && tok[1] == "ACK":
@@ -221,6 +223,7 @@ func TestSubjectPattern(t *testing.T) {
 		"$JS.ACK.ORDERS.billing.1.5.5.1700000000.0": "$JS.ACK.<stream>.<consumer>.>",
 		"_INBOX.abc.1":                              "",
 		"dead.orders":                               "<user subject: dead.orders>",
+		"jsctl.audit.snapshot.save.ORDERS.billing":  "jsctl.audit.<action>.<stream>.<consumer>",
 	} {
 		if got := subjectPattern(subj); got != want {
 			t.Errorf("subjectPattern(%q) = %q, want %q", subj, got, want)
