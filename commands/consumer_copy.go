@@ -151,6 +151,15 @@ func pauseOrigins(ctx context.Context, env *Env, cl *jsutil.Client, stream strin
 	if err != nil {
 		return nil, err
 	}
+	var objects []auditObject
+	for _, t := range targets {
+		objects = append(objects, auditObject{t.Stream, t.Consumer})
+	}
+	// The pauses are changes of their own, on the origin's connection.
+	ch, err := env.beginChange(ctx, cl, audit.Pause, objects)
+	if err != nil {
+		return nil, err
+	}
 	var paused []string
 	for _, t := range targets {
 		ci, err := cl.JS.Consumer(ctx, t.Stream, t.Consumer)
@@ -166,17 +175,28 @@ func pauseOrigins(ctx context.Context, env *Env, cl *jsutil.Client, stream strin
 			return nil, err
 		}
 		paused = append(paused, t.Consumer)
+		ch.ended(ctx, auditEnd{auditObject: auditObject{t.Stream, t.Consumer}, Outcome: audit.Verified, Target: "until resumed (consumer copy --pause-origin)"})
 	}
-	return paused, nil
+	return paused, ch.close(nil)
 }
 
 // resumeOrigins resumes the origin consumers a run paused when it copied
 // nothing; a failure is a warning (the consumer stays paused).
 func resumeOrigins(ctx context.Context, env *Env, cl *jsutil.Client, stream string, names []string) {
+	var objects []auditObject
+	for _, n := range names {
+		objects = append(objects, auditObject{stream, n})
+	}
+	ch, err := env.beginChange(context.WithoutCancel(ctx), cl, audit.Resume, objects)
+	if err != nil {
+		ch = nil // the pauses are undone all the same: not resuming would be the worse change
+	}
 	for _, n := range names {
 		if _, err := positions.Resume(context.WithoutCancel(ctx), cl.JS, stream, n, positionsOptions(env, "")); err != nil {
 			fmt.Fprintf(env.Stderr, "jsctl: warning: consumer %q on %q stays paused: %v\n", n, stream, err)
+			continue
 		}
+		ch.ended(ctx, auditEnd{auditObject: auditObject{stream, n}, Outcome: audit.Verified, Target: "resumed (consumer copy --pause-origin copied nothing)"})
 	}
 }
 
