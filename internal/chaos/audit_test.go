@@ -112,6 +112,7 @@ func (e *env) must(code int, args ...string) (string, string) {
 // changed object, of its action, whose before and after are what a plain
 // nats.go client saw before and after the command.
 func TestAuditEveryChange(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	for _, name := range []string{"c", "d"} {
 		if _, err := e.js.CreateConsumer(e.ctx(), "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
@@ -245,6 +246,7 @@ func slicesContain(list []string, s string) bool {
 // `consumer recover` writes the event: one, outcome recovered, naming the
 // interrupted change.
 func TestAuditKillBeforeEvent(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	const held = `mappings: { "jsctl.audit.>": "held.jsctl.audit.>" }`
 	e := newEnv(t, natsproc.Options{Config: held, JetStream: "sync_interval: always"})
 	if _, err := e.js.CreateConsumer(e.ctx(), "ORDERS", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
@@ -324,6 +326,7 @@ func TestAuditKillBeforeEvent(t *testing.T) {
 // --audit required refuses before changing anything (exit 7); best-effort
 // changes and warns; --require-reason without a reason refuses (exit 2).
 func TestAuditRequiredDenied(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	const auth = `authorization {
   users: [
     {user: ops, password: pw, permissions: {publish: {allow: [">"], deny: ["jsctl.audit.>"]}}}
@@ -390,6 +393,7 @@ func TestAuditRequiredDenied(t *testing.T) {
 // jsctl process writes, then ends on SIGINT with exit 0, leaving no
 // consumer on the audit stream.
 func TestAuditFollow(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	if _, err := e.js.CreateConsumer(e.ctx(), "ORDERS", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
@@ -457,6 +461,7 @@ func TestAuditFollow(t *testing.T) {
 // authenticated as, for a creds (JWT) user, an nkey user and a
 // user/password user, and never a secret.
 func TestAuditNATSIdentity(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	dir := t.TempDir()
 	ukp, _ := nkeys.CreateUser()
 	upub, _ := ukp.PublicKey()
