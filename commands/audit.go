@@ -2,11 +2,13 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/audit"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // AuditCmd lists (or follows) the audit trail.
@@ -102,6 +104,13 @@ func (c *AuditCmd) Run(ctx context.Context, env *Env) error {
 	}, func(b audit.Bad) {
 		fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", TermSafe(b.String()))
 	})
+	if errors.Is(err, jsutil.ErrNotFound) && !c.Follow && !streamExists(ctx, cl, audit.Stream) {
+		// No change has been recorded: an empty trail, not an error.
+		if !p.JSON {
+			p.Printf("No audit events: the stream %s does not exist yet (the first change jsctl makes creates it).\n", audit.Stream)
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -165,4 +174,13 @@ func auditChange(e *audit.Event) string {
 		s += ": " + Escape(e.Reason)
 	}
 	return s
+}
+
+// streamExists reports whether stream name exists (true when it cannot be
+// told: the error of the read then stands).
+func streamExists(ctx context.Context, cl *jsutil.Client, name string) bool {
+	rctx, cancel := context.WithTimeout(ctx, cl.Timeout)
+	defer cancel()
+	_, err := cl.JS.Stream(rctx, name)
+	return !errors.Is(err, jetstream.ErrStreamNotFound)
 }
