@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -63,9 +64,11 @@ type changeRun struct {
 	mu      sync.Mutex
 	before  map[auditObject]*audit.State
 	streams map[string]*audit.Object
-	// Events counts the events written; err is the first that was not.
-	events int
-	err    error
+	// Events counts the events written; err is the first that was not,
+	// and refused says the server refused one (the rest are not sent).
+	events  int
+	err     error
+	refused bool
 }
 
 // beginChange is the one call every changing command makes once it knows
@@ -203,14 +206,25 @@ func (r *changeRun) ended(ctx context.Context, end auditEnd) {
 	if after != nil {
 		ev.Consumer.Created = r.created(ctx, end.auditObject)
 	}
-	err := r.pub.Publish(ctx, ev)
+	r.mu.Lock()
+	refused := r.refused
+	r.mu.Unlock()
+	var err error
+	if refused {
+		// A refusal does not change its mind within a run: the other
+		// events are not sent, each after a wait of --timeout.
+		err = errors.New("not sent: an earlier event of this run was refused")
+	} else {
+		err = r.pub.Publish(ctx, ev)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
 		if r.err == nil {
 			r.err = err
 		}
-		fmt.Fprintf(r.env.Stderr, "jsctl: warning: the audit event of %s on consumer %s on %s was not written: %s\n",
+		r.refused = r.refused || errors.Is(err, jsutil.ErrPermission) || errors.Is(err, jsutil.ErrNotFound)
+		fmt.Fprintf(r.env.Stderr, "jsctl: warning: the audit event of %s on consumer %s on %s was not written (the change was made): %s\n",
 			r.action, Escape(end.Consumer), Escape(end.Stream), maskSecrets(err.Error(), r.env.Globals))
 		return
 	}

@@ -168,9 +168,11 @@ func (r *planRun) run(ctx context.Context, env *Env, p *Printer, js jetstream.Je
 	if action == "" {
 		action = audit.Reset
 	}
-	ch, err := env.beginChange(ctx, cl, action, objects)
-	if err != nil {
-		return err
+	var ch *changeRun // nil: nothing to change, nothing to write
+	if n > 0 {
+		if ch, err = env.beginChange(ctx, cl, action, objects); err != nil {
+			return err
+		}
 	}
 	bar := env.Progress("changing consumers")
 	r.ran = true

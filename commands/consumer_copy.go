@@ -261,9 +261,11 @@ func (r *copyRun) run(ctx context.Context, env *Env, p *Printer, tcl *jsutil.Cli
 		action = audit.SnapshotRestore
 	}
 	// The events go on the target's connection: the change is made there.
-	ch, err := env.beginChange(ctx, tcl, action, objects)
-	if err != nil {
-		return err
+	var ch *changeRun // nil: nothing to change, nothing to write
+	if len(objects) > 0 {
+		if ch, err = env.beginChange(ctx, tcl, action, objects); err != nil {
+			return err
+		}
 	}
 	bar := env.Progress("changing consumers")
 	r.ran = true

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -43,10 +44,13 @@ func (o Options) withDefaults(js jetstream.JetStream) Options {
 	return o
 }
 
-// Publisher writes events to the audit stream over one connection.
+// Publisher writes events to the audit stream over one connection. It is
+// safe for concurrent use.
 type Publisher struct {
-	js      jetstream.JetStream
-	opts    Options
+	js   jetstream.JetStream
+	opts Options
+
+	mu      sync.Mutex // held while the stream is looked up or created
 	ensured bool
 }
 
@@ -60,6 +64,8 @@ func NewPublisher(js jetstream.JetStream, opts Options) *Publisher {
 // classed: a refused request ErrPermission, an unreachable server
 // ErrConnection.
 func (p *Publisher) Ensure(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.ensured {
 		return nil
 	}
