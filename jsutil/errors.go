@@ -8,8 +8,9 @@
 // their own: jsutil/seek (time to sequence, timelines), jsutil/reset
 // (consumer reset, recover, history), jsutil/acks (idempotent processing
 // with records in a KV bucket), jsutil/positions (pause, check and
-// snapshots of consumer positions) and jsutil/embedded (an in-process
-// server, the only package that compiles nats-server).
+// snapshots of consumer positions), jsutil/audit (the audit trail: one
+// event per change in the stream JSCTL_AUDIT) and jsutil/embedded (an
+// in-process server, the only package that compiles nats-server).
 //
 // Functions take a context first and return errors that wrap the sentinels
 // below, so callers can classify them with errors.Is.
