@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -154,7 +155,7 @@ func TestAuditEveryChange(t *testing.T) {
 		{[]string{"consume", "ORDERS", "f", "--exec", "exit 3", "--max", "1", "--max-failures", "1"}, "", nil},
 		{[]string{"acks", "retry", "--scope", "ORDERS.f", "--all-failed", "--exec", "exit 0", "--execute"}, audit.AcksRetry, []object{{"ORDERS", "f"}}},
 	}
-	total := 0
+	total, changing := 0, 0
 	for _, tc := range cases {
 		before := map[object]*seen{}
 		for _, o := range tc.objects {
@@ -174,6 +175,7 @@ func TestAuditEveryChange(t *testing.T) {
 			continue
 		}
 		total += len(evs)
+		changing++
 		if len(evs) != len(tc.objects) {
 			t.Errorf("jsctl %s: %d events, want %d (one per changed object): %+v", strings.Join(tc.args, " "), len(evs), len(tc.objects), evs)
 			continue
@@ -227,7 +229,7 @@ func TestAuditEveryChange(t *testing.T) {
 		}
 	}
 	t.Logf("jsctl audit ORDERS after the session:\n%s", out)
-	t.Logf("SUMMARY audit, every changing command: %d commands, %d events, each equal to the client's before and after", len(cases), total)
+	t.Logf("SUMMARY audit, every changing command: %d changing commands, %d events (one per changed object), each equal to the client's before and after", changing, total)
 }
 
 func slicesContain(list []string, s string) bool {
@@ -563,4 +565,63 @@ func mustNkeyOption(t *testing.T, seedFile string) nats.Option {
 		t.Fatal(err)
 	}
 	return opt
+}
+
+// TestAuditLostReply: the reply to an event's publish is lost (a server
+// mapping sends the publish to the test, which stores it in JSCTL_AUDIT
+// and drops the first reply); jsctl publishes again with the same
+// Nats-Msg-Id and the stream holds one event.
+func TestAuditLostReply(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
+	const held = `mappings: { "jsctl.audit.>": "held.jsctl.audit.>" }`
+	e := newEnv(t, natsproc.Options{Config: held})
+	if _, err := e.js.CreateStream(e.ctx(), jetstream.StreamConfig{Name: audit.Stream, Subjects: []string{"stored.jsctl.audit.>"}, Duplicates: 2 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.js.CreateConsumer(e.ctx(), "ORDERS", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	fwd, err := nats.Connect(e.srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fwd.Close()
+	var attempts atomic.Int64
+	sub, err := e.nc.Subscribe("held.jsctl.audit.>", func(m *nats.Msg) {
+		n := attempts.Add(1)
+		out := nats.NewMsg("stored." + strings.TrimPrefix(m.Subject, "held."))
+		out.Data, out.Header = m.Data, m.Header
+		reply, err := fwd.RequestMsg(out, 5*time.Second)
+		if err != nil || n == 1 {
+			return // the first reply is lost
+		}
+		_ = m.Respond(reply.Data)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := e.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_, errs := e.must(0, "consumer", "pause", "ORDERS", "c", "--timeout", "1s")
+	if strings.Contains(errs, "not written") {
+		t.Errorf("the event was written, yet stderr says: %s", errs)
+	}
+	s, err := e.js.Stream(e.ctx(), audit.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.CachedInfo().State.Msgs; n != 1 || attempts.Load() < 2 {
+		t.Fatalf("%d publishes stored %d events, want at least 2 and 1", attempts.Load(), n)
+	}
+	m, err := s.GetMsg(e.ctx(), s.CachedInfo().State.LastSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := audit.Decode(m.Data)
+	if err != nil || ev.Action != audit.Pause || m.Header.Get(jetstream.MsgIDHeader) != ev.ID {
+		t.Errorf("stored event %+v (%v), Nats-Msg-Id %q", ev, err, m.Header.Get(jetstream.MsgIDHeader))
+	}
+	t.Logf("SUMMARY audit, lost reply: %d publishes of one event, %d stored", attempts.Load(), s.CachedInfo().State.Msgs)
 }

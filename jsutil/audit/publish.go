@@ -180,8 +180,9 @@ func (p *Publisher) Publish(ctx context.Context, e *Event) error {
 }
 
 // Has reports whether the last event of stream and consumer (any action)
-// is change id: a recover run asks it before writing the event of a change
-// whose own run wrote it already and was killed before the end.
+// is the final event of change id (any outcome but left): a recover run
+// asks it before writing the event of a change whose own run wrote it
+// already and was killed before the end.
 func Has(ctx context.Context, js jetstream.JetStream, stream, consumer, id string) bool {
 	s, err := js.Stream(ctx, Stream)
 	if err != nil {
@@ -192,7 +193,10 @@ func Has(ctx context.Context, js jetstream.JetStream, stream, consumer, id strin
 		SubjectPrefix + ".*.*." + jsutil.KeyToken(stream) + "." + jsutil.KeyToken(consumer),
 	} {
 		m, err := s.GetLastMsgForSubject(ctx, subj)
-		if err == nil && m.Header.Get(jetstream.MsgIDHeader) == id {
+		if err != nil || m.Header.Get(jetstream.MsgIDHeader) != id {
+			continue
+		}
+		if e, err := Decode(m.Data); err == nil && e.ID == id && e.Outcome != Left {
 			return true
 		}
 	}
