@@ -206,6 +206,12 @@ func (s *Store) deadLettered(ctx context.Context, j *job, c *processConfig, rec 
 func (r Record) value() value {
 	v := value{State: r.State, Seq: r.Seq, Hash: r.Hash, Worker: r.Worker, Fence: r.Fence, Deliveries: r.Deliveries,
 		Reason: r.Reason, Failures: uint64(r.Failures), Final: r.Final, Spec: r.KeySpec, Retention: int64(r.Retention / time.Second)}
+	if r.StreamCreated != nil {
+		v.StreamCreated = r.StreamCreated.UnixNano()
+	}
+	if r.ConsumerCreated != nil {
+		v.ConsumerCreated = r.ConsumerCreated.UnixNano()
+	}
 	if hashedKey(r.KeyFrom, r.Key) {
 		v.Key = r.Key
 	}

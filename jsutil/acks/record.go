@@ -81,6 +81,14 @@ type Record struct {
 	DeadLetter *DeadLetterRef `json:"dead_letter,omitempty"`
 	// Size is the number of bytes of the stored value.
 	Size int `json:"size"`
+	// StreamCreated and ConsumerCreated are the incarnations of the
+	// stream and consumer the record was written for (nil: not recorded,
+	// by an earlier version, or not known to the writer).
+	StreamCreated   *time.Time `json:"stream_created,omitempty"`
+	ConsumerCreated *time.Time `json:"consumer_created,omitempty"`
+	// Stale says why a sequence-keyed record belongs to another
+	// incarnation of its stream (see JudgeRecords): it proves nothing.
+	Stale string `json:"stale,omitempty"`
 }
 
 // value is the stored form of a record: short field names keep records small.
@@ -104,6 +112,10 @@ type value struct {
 	DLID      string `json:"li,omitempty"`
 	DLStream  string `json:"lt,omitempty"`
 	DLSeq     uint64 `json:"lq,omitempty"`
+	// The incarnations (creation times, Unix nanoseconds) of the stream
+	// and consumer the record was written for.
+	StreamCreated   int64 `json:"sc,omitempty"`
+	ConsumerCreated int64 `json:"cc,omitempty"`
 }
 
 // DeadLetterRef is where a message that failed for good was dead-lettered.
@@ -150,6 +162,7 @@ func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64,
 	if r.Fence == 0 && v.State == StateClaim {
 		r.Fence = rev // a claim not yet renewed: its own revision
 	}
+	r.StreamCreated, r.ConsumerCreated = jsutil.UnixNanoTime(v.StreamCreated), jsutil.UnixNanoTime(v.ConsumerCreated)
 	if v.Expires != 0 {
 		r.LeaseExpires = time.Unix(0, v.Expires)
 	}

@@ -18,7 +18,7 @@ func (s *Store) checkedFloors(ctx context.Context, scope string) ([]Floor, error
 	if err != nil {
 		return nil, err
 	}
-	last := map[string]uint64{}
+	last := map[string]streamState{}
 	for i := range floors {
 		f := &floors[i]
 		if f.Legacy {
@@ -30,9 +30,9 @@ func (s *Store) checkedFloors(ctx context.Context, scope string) ([]Floor, error
 		if f.Stream == "" || f.Corrupt != "" {
 			continue
 		}
-		ls, ok := last[f.Stream]
+		st, ok := last[f.Stream]
 		if !ok {
-			ls, err = s.lastSeq(ctx, f.Stream)
+			st, err = s.streamOf(ctx, f.Stream)
 			if errors.Is(err, jsutil.ErrNotFound) {
 				f.Corrupt = fmt.Sprintf("stream %q does not exist", f.Stream)
 				continue
@@ -40,9 +40,10 @@ func (s *Store) checkedFloors(ctx context.Context, scope string) ([]Floor, error
 			if err != nil {
 				return nil, err
 			}
-			last[f.Stream] = ls
+			last[f.Stream] = st
 		}
-		CheckFloor(f, ls)
+		f.judge(st.created)
+		CheckFloor(f, st.lastSeq)
 	}
 	return floors, nil
 }
@@ -74,7 +75,7 @@ func compactable(floors []Floor, seq uint64) bool {
 		}
 		in := false
 		for _, r := range f.Ranges {
-			if seq > r.From && seq <= r.To {
+			if r.stale == "" && seq > r.From && seq <= r.To {
 				in = true
 				break
 			}
