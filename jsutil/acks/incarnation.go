@@ -153,3 +153,28 @@ func (s *Store) JudgeRecords(ctx context.Context, stream string, recs []Record) 
 		recs[i].Stale = recordStale(recs[i], stream, st.created)
 	}
 }
+
+// judge marks the sequence-keyed records of recs that belong to another
+// incarnation of their scope's stream (see ScopeStream). A scope whose
+// stream cannot be told, or read, judges nothing.
+func (s *Store) judge(ctx context.Context, recs []Record) {
+	byScope := map[string][]int{}
+	for i, r := range recs {
+		if r.KeyFrom == KeyFromSequence {
+			byScope[r.Scope] = append(byScope[r.Scope], i)
+		}
+	}
+	for scope, idx := range byScope {
+		stream, err := s.ScopeStream(ctx, scope)
+		if err != nil {
+			continue
+		}
+		st, err := s.streamOf(ctx, stream)
+		if err != nil {
+			continue
+		}
+		for _, i := range idx {
+			recs[i].Stale = recordStale(recs[i], stream, st.created)
+		}
+	}
+}

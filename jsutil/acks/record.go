@@ -89,6 +89,9 @@ type Record struct {
 	// Stale says why a sequence-keyed record belongs to another
 	// incarnation of its stream (see JudgeRecords): it proves nothing.
 	Stale string `json:"stale,omitempty"`
+	// Corrupt says why a record does not read (see Filter.Corrupt): only
+	// its key, revision, time and size are known.
+	Corrupt string `json:"corrupt,omitempty"`
 }
 
 // value is the stored form of a record: short field names keep records small.
