@@ -214,6 +214,9 @@ func (c *AcksRetryCmd) retry(ctx context.Context, env *Env, p *Printer, st *acks
 	var sum acksRetrySummary
 	out.Executed, out.Summary = true, &sum
 	for _, r := range results {
+		if r.DeadLetterRefused != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(r.DeadLetterRefused))
+		}
 		switch r.Action {
 		case acks.Processed:
 			sum.Processed++

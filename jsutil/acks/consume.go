@@ -478,6 +478,9 @@ func (l *loop) countLocked(r Result) {
 	if r.Stale != "" {
 		l.warnLocked(r.Stale)
 	}
+	if r.DeadLetterRefused != "" {
+		l.warnLocked(r.DeadLetterRefused)
+	}
 	for _, w := range r.FloorStale {
 		l.warnLocked(w)
 	}

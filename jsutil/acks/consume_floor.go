@@ -18,8 +18,8 @@ func (l *loop) moveFloor(ctx context.Context, p floorPos) bool {
 	l.mu.Lock()
 	p.lastSeq = max(p.lastSeq, l.lastSeq)
 	l.mu.Unlock()
-	if p.stream == 0 {
-		p.stream = unixNano(l.c.streamCreated)
+	if p.stream == "" {
+		p.stream = stamp(l.c.streamCreated)
 	}
 	f, corrupt, err := l.s.advanceFloor(ctx, l.ref, p)
 	l.mu.Lock()

@@ -46,7 +46,7 @@ type FloorRange struct {
 	// Created is the consumer's creation time (Unix ns) when the range was
 	// opened; Stream the stream's (0: not recorded, by an earlier version).
 	Created int64 `json:"cr"`
-	Stream  int64 `json:"sc,omitempty"`
+	Stream  string `json:"sc,omitempty"` // RFC 3339, as records hold it
 	// stale says why the range belongs to another incarnation of the
 	// stream (see Floor.judge): it covers nothing.
 	stale string
@@ -235,7 +235,7 @@ type floorPos struct {
 	// lastSeq is a sequence the stream is known to have reached.
 	lastSeq uint64
 	// stream is the stream's creation time (Unix ns; 0: not known).
-	stream int64
+	stream string
 }
 
 // advance returns the ranges after the consumer's ack floor reached
@@ -248,13 +248,13 @@ func (f Floor) advance(p floorPos) ([]FloorRange, bool) {
 	if n := len(rs); n > 0 {
 		last := &rs[n-1]
 		same := last.stale == "" && last.Created == p.created && slices.Equal(last.Filters, p.filters) &&
-			(last.Stream == 0 || p.stream == 0 || last.Stream == p.stream)
+			(last.Stream == "" || p.stream == "" || last.Stream == p.stream)
 		switch {
 		case same && p.ackFloor <= last.To:
 			return rs, f.Corrupt != ""
 		case same && !(p.start && p.ackFloor > last.To):
 			last.To = p.ackFloor
-			if last.Stream == 0 {
+			if last.Stream == "" {
 				last.Stream = p.stream
 			}
 			return rs, true
@@ -336,7 +336,7 @@ func (s *Store) updateFloor(ctx context.Context, ref FloorRef, retention time.Du
 func (s *Store) AdvanceFloor(ctx context.Context, ref FloorRef, info *jetstream.ConsumerInfo) (Floor, string, error) {
 	p := floorPosOf(info, false)
 	if st, err := s.streamOf(ctx, info.Stream); err == nil {
-		p.stream = unixNano(st.created)
+		p.stream = stamp(st.created)
 	}
 	return s.advanceFloor(ctx, ref, p)
 }
@@ -347,8 +347,8 @@ func (s *Store) advanceFloor(ctx context.Context, ref FloorRef, p floorPos) (Flo
 	var corrupt string
 	var stale []string
 	f, err := s.updateFloor(ctx, ref, s.retention, func(f Floor) ([]FloorRange, bool) {
-		if p.stream != 0 {
-			f.judge(time.Unix(0, p.stream))
+		if t, _ := parseStamp(p.stream); t != nil {
+			f.judge(*t)
 		}
 		s.checkEnd(ctx, &f, ref.Stream, &p.lastSeq)
 		corrupt, stale = f.Corrupt, f.Stale
@@ -403,7 +403,7 @@ func (s *Store) NoteForwardMove(ctx context.Context, ref FloorRef, info *jetstre
 		}
 		rs := slices.Clone(f.Ranges)
 		if st, err := s.streamOf(ctx, info.Stream); err == nil {
-			p.stream = unixNano(st.created)
+			p.stream = stamp(st.created)
 		}
 		return append(rs, FloorRange{From: p.ackFloor, To: p.ackFloor, Filters: p.filters, Created: p.created, Stream: p.stream}), true
 	})

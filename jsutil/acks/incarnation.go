@@ -26,12 +26,35 @@ import (
 // asked. Records keyed by a value (a header, a JSON field ...) are not
 // bound to one stream: they dedupe a message whatever stream carries it.
 
-// unixNano is t in Unix nanoseconds, 0 for the zero time.
-func unixNano(t time.Time) int64 {
+// stamp is a creation time as records hold it: RFC 3339 in UTC with
+// nanoseconds ("" for the zero time). A string, so that it survives any
+// JSON tool exactly (a number of nanoseconds does not fit a float).
+func stamp(t time.Time) string {
 	if t.IsZero() {
-		return 0
+		return ""
 	}
-	return t.UnixNano()
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func stampPtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return stamp(*t)
+}
+
+// parseStamp reads a stamp: nil for "", and bad for one that does not read
+// (a record written by hand: it then vouches for no incarnation).
+func parseStamp(s string) (t *time.Time, bad bool) {
+	if s == "" {
+		return nil, false
+	}
+	p, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil, true
+	}
+	p = p.UTC()
+	return &p, false
 }
 
 // streamState is what Store asks of a stream: its last sequence and when
@@ -76,9 +99,13 @@ func rangeStale(r FloorRange, updated, created time.Time) string {
 		return ""
 	}
 	switch {
-	case r.Stream != 0:
-		if t := time.Unix(0, r.Stream); !t.Equal(created) {
-			return "recorded for the stream created " + jsutil.CreatedText(&t)
+	case r.Stream != "":
+		t, _ := parseStamp(r.Stream)
+		if t == nil {
+			return fmt.Sprintf("recorded for a stream created %q (not a time)", r.Stream)
+		}
+		if !t.Equal(created) {
+			return "recorded for the stream created " + jsutil.CreatedText(t)
 		}
 	case r.Created != 0:
 		if t := time.Unix(0, r.Created); t.Before(created) {
@@ -116,6 +143,8 @@ func recordStale(r Record, stream string, created time.Time) string {
 	}
 	var then string
 	switch {
+	case r.badStamp:
+		then = "written for a stream whose creation time does not read"
 	case r.StreamCreated != nil:
 		if r.StreamCreated.Equal(created) {
 			return ""

@@ -98,7 +98,7 @@ func (s *Store) prepare(msg jetstream.Msg, c *processConfig) (*job, error) {
 // value is the record this job writes in state st.
 func (j *job) value(st State, worker string) value {
 	return value{State: st, Seq: j.d.Seq, Hash: j.hash, Worker: worker, Fence: j.cl.fence, Deliveries: j.d.Deliveries, Key: keepKey(j.d), Spec: j.d.KeySpec,
-		StreamCreated: unixNano(j.streamCreated), ConsumerCreated: unixNano(j.consumerCreated)}
+		StreamCreated: stamp(j.streamCreated), ConsumerCreated: stamp(j.consumerCreated)}
 }
 
 // doneValue is j's done record: kept for the retention, which it names.

@@ -140,6 +140,9 @@ type Result struct {
 	// same reason.
 	Stale      string   `json:"stale,omitempty"`
 	FloorStale []string `json:"floor_stale,omitempty"`
+	// DeadLetterRefused says why a pending dead letter its record names
+	// was not published (see deadLetterProblem).
+	DeadLetterRefused string `json:"dead_letter_refused,omitempty"`
 	// DuplicateRun: the handler ran on a duplicate (see
 	// Delivery.Duplicate); RecordSeq is the done record's sequence.
 	DuplicateRun bool `json:"duplicate_run,omitempty"`

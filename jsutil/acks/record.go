@@ -92,6 +92,8 @@ type Record struct {
 	// Corrupt says why a record does not read (see Filter.Corrupt): only
 	// its key, revision, time and size are known.
 	Corrupt string `json:"corrupt,omitempty"`
+
+	badStamp bool // its stream creation time does not read
 }
 
 // value is the stored form of a record: short field names keep records small.
@@ -117,8 +119,9 @@ type value struct {
 	DLSeq     uint64 `json:"lq,omitempty"`
 	// The incarnations (creation times, Unix nanoseconds) of the stream
 	// and consumer the record was written for.
-	StreamCreated   int64 `json:"sc,omitempty"`
-	ConsumerCreated int64 `json:"cc,omitempty"`
+	// (RFC 3339 with nanoseconds: exact through any JSON tool).
+	StreamCreated   string `json:"sc,omitempty"`
+	ConsumerCreated string `json:"cc,omitempty"`
 }
 
 // DeadLetterRef is where a message that failed for good was dead-lettered.
@@ -165,7 +168,8 @@ func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64,
 	if r.Fence == 0 && v.State == StateClaim {
 		r.Fence = rev // a claim not yet renewed: its own revision
 	}
-	r.StreamCreated, r.ConsumerCreated = jsutil.UnixNanoTime(v.StreamCreated), jsutil.UnixNanoTime(v.ConsumerCreated)
+	r.StreamCreated, r.badStamp = parseStamp(v.StreamCreated)
+	r.ConsumerCreated, _ = parseStamp(v.ConsumerCreated)
 	if v.Expires != 0 {
 		r.LeaseExpires = time.Unix(0, v.Expires)
 	}
