@@ -45,7 +45,7 @@ type FloorRange struct {
 	Filters []string `json:"fs"`
 	// Created is the consumer's creation time (Unix ns) when the range was
 	// opened; Stream the stream's (0: not recorded, by an earlier version).
-	Created int64 `json:"cr"`
+	Created int64  `json:"cr"`
 	Stream  string `json:"sc,omitempty"` // RFC 3339, as records hold it
 	// stale says why the range belongs to another incarnation of the
 	// stream (see Floor.judge): it covers nothing.
