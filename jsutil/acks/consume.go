@@ -481,6 +481,12 @@ func (l *loop) countLocked(r Result) {
 	if r.DeadLetterRefused != "" {
 		l.warnLocked(r.DeadLetterRefused)
 	}
+	if r.ClaimProblem != "" {
+		l.warnLocked(r.ClaimProblem)
+	}
+	if r.Action != Busy {
+		l.lastMsg = time.Now() // a busy message is not progress: --idle counts on
+	}
 	for _, w := range r.FloorStale {
 		l.warnLocked(w)
 	}

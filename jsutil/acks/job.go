@@ -163,6 +163,14 @@ func (s *Store) claimRecord(ctx context.Context, j *job, lease time.Duration) (*
 		if err != nil {
 			return nil, &errCorrupt{err: err, rev: e.rev}
 		}
+		if r.State == StateClaim {
+			why, expired := claimProblem(r, lease, time.Now())
+			j.res.ClaimProblem = why
+			if expired {
+				rev, j.prev = r.Revision, nil // claim over it, by compare-and-set
+				continue
+			}
+		}
 		if why := s.staleForJob(ctx, j, r); why != "" {
 			// A record of another incarnation of the stream proves
 			// nothing about this message: the claim takes its key over.

@@ -143,6 +143,10 @@ type Result struct {
 	// DeadLetterRefused says why a pending dead letter its record names
 	// was not published (see deadLetterProblem).
 	DeadLetterRefused string `json:"dead_letter_refused,omitempty"`
+	// ClaimProblem says what was wrong with another worker's claim found
+	// under the key: its lease ran out by its own record (it was taken
+	// over), or lies implausibly far ahead (see claimProblem).
+	ClaimProblem string `json:"claim_problem,omitempty"`
 	// DuplicateRun: the handler ran on a duplicate (see
 	// Delivery.Duplicate); RecordSeq is the done record's sequence.
 	DuplicateRun bool `json:"duplicate_run,omitempty"`
@@ -252,7 +256,11 @@ func (s *Store) admitClaimed(ctx context.Context, j *job, c *processConfig, fl f
 		s.recordTrouble(ctx, j, c, err)
 		return false
 	case dup != nil && dup.State == StateClaim:
-		j.res.Action, j.res.Retry = Busy, s.busyDelay(c, dup.LeaseExpires)
+		expires := dup.LeaseExpires
+		if j.res.ClaimProblem != "" || expires.IsZero() {
+			expires = dup.Time.Add(c.lease) // it is judged after one lease
+		}
+		j.res.Action, j.res.Retry = Busy, s.busyDelay(c, expires)
 		_ = j.msg.NakWithDelay(j.res.Retry)
 		return false
 	case dup != nil && dup.State == StateFailed:

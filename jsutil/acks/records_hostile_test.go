@@ -2,6 +2,7 @@ package acks_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,42 @@ func TestRecordedDeadLetterSubjectIsNotAnInstruction(t *testing.T) {
 			r, err := f.st.Get(ctx, "ORDERS.c", acks.KeyFromSequence, "2")
 			if err != nil || r.DeadLetter == nil || !r.DeadLetter.Pending || r.DeadLetter.Subject != tc.subject {
 				t.Fatalf("the record is no longer as it was: %+v %v", r, err)
+			}
+		})
+	}
+}
+
+// Finding 6: a claim without a server TTL (written by hand) whose recorded
+// lease is long past is expired: the message runs. One whose lease lies in
+// 2100 is reported, deferred, and --idle still ends the run (before, 159
+// busy deliveries in 40s and the run never ended).
+func TestRecordedClaimLeaseIsJudged(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		expires   int64
+		processed int
+		warn      string
+	}{
+		{"lease in 2001", 1000000000000000000, 1, "lease ran out at 2001-09-09"},
+		{"lease in 2100", time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), 0, "implausibly far ahead"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := testCtx(t, 30*time.Second)
+			publish(t, f.js, "orders", 1, 1)
+			forged := fmt.Sprintf(`{"s":"claim","q":1,"x":%d,"w":"ghost"}`, tc.expires)
+			if _, err := f.st.KV().Put(ctx, "r.ORDERS.c.s1", []byte(forged)); err != nil {
+				t.Fatal(err)
+			}
+			cons := addConsumer(t, f.js, "ORDERS", "c", 30*time.Second)
+			tl := newTally()
+			sum, err := f.st.Consume(ctx, cons, tl.handler(nil), acks.WithIdle(time.Second), acks.WithBusyDelay(100*time.Millisecond))
+			if err != nil || ctx.Err() != nil {
+				t.Fatalf("consume did not end by --idle: %v %v", err, ctx.Err())
+			}
+			t.Logf("processed %d, busy %d, warnings %q", sum.Processed, sum.Busy, sum.Warnings)
+			if sum.Processed != tc.processed || len(tl.snapshot()) != tc.processed || !hasWarning(sum.Warnings, "r.ORDERS.c.s1", tc.warn) {
+				t.Fatalf("%+v", sum)
 			}
 		})
 	}
