@@ -1,6 +1,7 @@
 package acks_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -109,4 +110,37 @@ func TestKeptStreamFloorStillCovers(t *testing.T) {
 		t.Fatalf("second run: %+v %v", sum, err)
 	}
 	tl.exactlyOnce(t, 10)
+}
+
+// A consumer deleted under a running Consume ends the run with an error
+// naming it (before, the pulls were answered "no responders" and the run
+// waited for ever).
+func TestConsumeEndsWhenItsConsumerIsDeleted(t *testing.T) {
+	f := newFixture(t)
+	ctx := testCtx(t, 60*time.Second)
+	publish(t, f.js, "orders", 1, 1)
+	cons := addConsumer(t, f.js, "ORDERS", "c", 30*time.Second)
+	ran := make(chan struct{}, 1)
+	type out struct {
+		sum acks.Summary
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		sum, err := f.st.Consume(ctx, cons, func(context.Context, acks.Delivery) error { ran <- struct{}{}; return nil })
+		done <- out{sum, err}
+	}()
+	<-ran
+	if err := f.js.DeleteConsumer(ctx, "ORDERS", "c"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-done:
+		t.Logf("consume ended: %v", o.err)
+		if o.err == nil || !strings.Contains(o.err.Error(), `consumer "c"`) {
+			t.Fatalf("consume ended with %v, want an error naming the consumer", o.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("consume did not end after its consumer was deleted")
+	}
 }
