@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
@@ -217,9 +218,13 @@ func reportCorrupt(env *Env, err error) {
 // reportStale warns of the records of recs that belong to an earlier
 // stream of their stream's name (they are listed, and prove nothing).
 func reportStale(env *Env, recs []acks.Record) {
+	now := time.Now()
 	for _, r := range recs {
 		if r.Stale != "" {
-			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", r.Stale)
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(r.Stale))
+		}
+		if p := r.LeaseProblem(now); p != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(p))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -267,4 +268,19 @@ func claimProblem(r Record, lease time.Duration, now time.Time) (why string, exp
 		why += ": taken over if it is still there a lease after it was written"
 	}
 	return why, expired
+}
+
+// LeaseProblem says what is wrong with claim r's recorded lease at now
+// ("" when nothing is, and for other records): it ran out by its own
+// record more than a minute ago, or lies more than a minute ahead of any
+// lease (see claimProblem). For listings, which know no lease.
+func (r Record) LeaseProblem(now time.Time) string {
+	if r.State != StateClaim {
+		return ""
+	}
+	why, _ := claimProblem(r, 0, now)
+	if i := strings.Index(why, ": taken over"); i >= 0 {
+		why = why[:i]
+	}
+	return why
 }

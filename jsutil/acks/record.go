@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -152,7 +154,33 @@ func decodeValue(bucket, kvKey string, data []byte) (value, error) {
 	if v.Seq == 0 {
 		return v, jsutil.Errorf(jsutil.ErrBadInput, "ack record %q in bucket %q is corrupt: no stream sequence", kvKey, bucket)
 	}
+	if why := v.implausible(kvKey); why != "" {
+		return v, jsutil.Errorf(jsutil.ErrBadInput, "ack record %q in bucket %q is corrupt: %s", kvKey, bucket, why)
+	}
 	return v, nil
+}
+
+// Bounds of the numbers a record may hold: none that jsctl writes comes
+// near them.
+const (
+	maxRecordFailures  = 1 << 31
+	maxRecordRetention = 100 * 365 * 24 * 3600 // seconds
+)
+
+// implausible says which number of v, stored under kvKey, no jsctl could
+// have written ("" when none): a sequence key naming another sequence than
+// the record's, a count of failures or a retention out of range.
+func (v value) implausible(kvKey string) string {
+	if _, kind, key, ok := parseRecordKey(kvKey); ok && kind == KeyFromSequence && key != strconv.FormatUint(v.Seq, 10) {
+		return fmt.Sprintf("its key names message %s, its value message %d", key, v.Seq)
+	}
+	switch {
+	case v.Failures > maxRecordFailures:
+		return fmt.Sprintf("a count of %d failures", v.Failures)
+	case v.Retention < 0 || v.Retention > maxRecordRetention:
+		return fmt.Sprintf("a retention of %d seconds", v.Retention)
+	}
+	return ""
 }
 
 func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64, t time.Time, size int) Record {
