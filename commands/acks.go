@@ -223,6 +223,11 @@ func reportStale(env *Env, recs []acks.Record) {
 		if r.Stale != "" {
 			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(r.Stale))
 		}
+		if dl := r.DeadLetter; dl != nil && dl.Pending {
+			if p := jsutil.RecordedSubjectProblem("its dead-letter subject", dl.Subject); p != "" {
+				fmt.Fprintf(env.Stderr, "jsctl: warning: ack record %q names a pending dead letter that is never published: %s\n", r.KVKey, Escape(p))
+			}
+		}
 		if p := r.LeaseProblem(now); p != "" {
 			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(p))
 		}
