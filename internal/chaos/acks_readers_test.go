@@ -155,6 +155,7 @@ func seedW(t *testing.T, e *env, consumed bool) {
 }
 
 func TestAckReadersMatrix(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	if testing.Short() {
 		t.Skip("chaos suite: runs real processes")
 	}

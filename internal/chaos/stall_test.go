@@ -27,6 +27,7 @@ import (
 // run's done. Before, both commands ran to the end, each believing it held
 // the message.
 func TestStalledWorkerStopsItsCommand(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	ctx := testserver.Context(t, 2*time.Minute)
 	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "STALL", Subjects: []string{"stall.>"}}); err != nil {
