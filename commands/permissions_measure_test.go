@@ -334,8 +334,9 @@ func (f *permFixture) setupRunCode(t *testing.T, want int, args ...string) {
 	}
 }
 
-// jsctlBuckets are the buckets of jsctl's own, as their streams.
-var jsctlBuckets = []string{"KV_JSCTL_ACKS", "KV_JSCTL_RESET_INTENTS", "KV_JSCTL_RESET_HISTORY", "KV_JSCTL_SNAPSHOTS"}
+// jsctlBuckets are the streams of jsctl's own: its buckets' and the audit
+// trail's.
+var jsctlBuckets = []string{"KV_JSCTL_ACKS", "KV_JSCTL_RESET_INTENTS", "KV_JSCTL_RESET_HISTORY", "KV_JSCTL_SNAPSHOTS", "JSCTL_AUDIT"}
 
 // noBuckets deletes jsctl's buckets.
 func (f *permFixture) noBuckets(t *testing.T, ctx context.Context) {

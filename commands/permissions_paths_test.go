@@ -79,6 +79,9 @@ func permPaths() []permPath {
 		{cmd: "consume", name: "retries without dead letters",
 			args: []string{"consume", "{S}", "bill", "--exec", "exit 1", "--max", "40", "--max-failures", "2", "--retry-delay", "10ms"}, want: 1},
 
+		{cmd: "audit", name: "first use", firstUse: true, args: []string{"audit", "{S}"}},
+		{cmd: "audit", name: "events", setup: adminReset("--to-seq", "3"), args: []string{"audit", "{S}", "bill", "--action", "reset"}},
+
 		{cmd: "acks ls", name: "ls", setup: consumedFailing, args: []string{"acks", "ls"}},
 		{cmd: "acks get", name: "get", setup: consumedFailing, args: []string{"acks", "get", "{S}.bill", "--seq", "1"}},
 		{cmd: "acks stats", name: "stats", setup: consumedFailing, args: []string{"acks", "stats"}},
