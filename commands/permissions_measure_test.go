@@ -209,7 +209,7 @@ func TestPermissionsMeasured(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("%s does not list what the paths publish to (a row holds a subject no path used, or lacks one); run go test ./commands -run TestPermissionsMeasured -update\nmeasured:\n%s", path, want)
+	t.Errorf("%s does not list what the paths publish to (a row holds a subject no path used, or lacks one); run go test ./commands -run TestPermissionsMeasured -update\n%s", path, cellDiff(got, want))
 }
 
 // permsLacking runs, after the measurement, every path again without each
@@ -770,4 +770,36 @@ func readPermsNotes(t *testing.T) []permNote {
 		}
 	}
 	return out
+}
+
+// cellDiff lists the permissions (with their notes) of the page's table
+// and of the measured one that the other lacks, per command.
+func cellDiff(page, measured string) string {
+	cells := func(table string) map[string]bool {
+		out := map[string]bool{}
+		for _, line := range strings.Split(table, "\n") {
+			c := strings.Split(line, " | ")
+			if len(c) < 3 {
+				continue
+			}
+			for _, cell := range strings.Split(c[1], "<br>") {
+				out[c[0]+" | "+cell] = true
+			}
+		}
+		return out
+	}
+	a, b := cells(page), cells(measured)
+	var out []string
+	for k := range a {
+		if !b[k] {
+			out = append(out, "page only:     "+k)
+		}
+	}
+	for k := range b {
+		if !a[k] {
+			out = append(out, "measured only: "+k)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
 }
