@@ -45,7 +45,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer env.Close()
 	args, topic := helpArgs(args)
 	if topic != "" {
-		if printTopic(stdout, topic) != nil {
+		if printTopic(stdout, topic, helpWidth(stdout)) != nil {
 			return writeFailed(stderr, out.err)
 		}
 		return ExitOK
@@ -180,7 +180,8 @@ func newParser(cli *CLI, env *Env, stdout, stderr io.Writer, opts ...kong.Option
 		kong.Description(rootHelp),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest{code}) }),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true, WrapUpperBound: 100}),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, FlagsLast: true}),
+		kong.Help(helpPrinter(helpWidth(stdout))),
 		kong.Vars{
 			"default_url": jsutil.DefaultURL,
 		},
