@@ -215,3 +215,14 @@ func wrapAt(line, cont string, width int) []string {
 // textWidth is the number of columns s takes (one per rune: jsctl's
 // texts hold no wide characters).
 func textWidth(s string) int { return utf8.RuneCountInString(s) }
+
+// cutWidth is the longest prefix of s at most n columns wide.
+func cutWidth(s string, n int) string {
+	i, cols := 0, 0
+	for i < len(s) && cols < n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		cols++
+	}
+	return s[:i]
+}

@@ -198,7 +198,7 @@ func printSeekOrigin(p *Printer, r *seek.Result, tr *replica.Result, around int)
 			n.Subject, strconv.Itoa(n.Size), PreviewCell(n.Data, seekPreviewBytes),
 		})
 	}
-	return p.Table([]string{"", "SEQ", "FROM", "TIME", "SUBJECT", "SIZE", "PREVIEW"}, rows)
+	return p.Table([]string{"", "SEQ", "FROM", "TIME", "SUBJECT", "SIZE", "PREVIEW"}, rows, cutToFit("PREVIEW", "SUBJECT"))
 }
 
 // neighbourOrigin is where a neighbour came from: "ORIGIN:SEQ" (a mirror's
