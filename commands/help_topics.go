@@ -3,7 +3,10 @@ package commands
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/jsctl/jsctl/jsutil"
 )
@@ -81,6 +84,24 @@ func helpArgs(args []string) (out []string, topic string) {
 		return nil, args[1]
 	}
 	return append(append([]string{}, args[1:]...), "--help"), ""
+}
+
+// topicNames are the help topics, in the order "jsctl help" lists them.
+func topicNames() []string { return []string{"times", "exit-codes", "connecting", "permissions"} }
+
+// unknownHelpWord is the word after "help" (args as helpArgs left them:
+// "help X ..." became "X ... --help") that is neither a command nor a
+// topic, or "".
+func unknownHelpWord(app *kong.Application, args []string) string {
+	if len(args) < 2 || args[len(args)-1] != "--help" || strings.HasPrefix(args[0], "-") {
+		return ""
+	}
+	for _, c := range app.Children {
+		if !c.Hidden && (c.Name == args[0] || slices.Contains(c.Aliases, args[0])) {
+			return ""
+		}
+	}
+	return args[0]
 }
 
 // printTopic prints a help topic fitted to width columns.

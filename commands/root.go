@@ -1,5 +1,13 @@
 package commands
 
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/alecthomas/kong"
+)
+
 // CLI is the root command: it only lists the commands.
 type CLI struct {
 	Globals
@@ -48,3 +56,45 @@ Times (everywhere a time is accepted):
 ` + exitCodesHelp + `
 
 Help topics: jsctl help times|exit-codes|connecting|permissions; jsctl help COMMAND...`
+
+// BeforeApply names a command's missing arguments before any of its own
+// checks run: kong checks them after the commands' Validate methods, which
+// would otherwise ask for a flag or a time first ("jsctl seek" asked for
+// the time, not the stream).
+func (c *CLI) BeforeApply(kctx *kong.Context) error {
+	return missingArgs(kctx)
+}
+
+// missingArgs is kong's own message for the required arguments of the
+// selected command that the command line does not give.
+func missingArgs(kctx *kong.Context) error {
+	node := kctx.Selected()
+	if node == nil {
+		return nil
+	}
+	given := map[*kong.Value]bool{}
+	for _, p := range kctx.Path {
+		if p.Positional != nil {
+			given[p.Positional] = true
+		}
+	}
+	var missing []string
+	for _, p := range node.Positional {
+		if p.Required && !given[p] && !envSet(p.Tag.Envs) {
+			missing = append(missing, "<"+p.Name+">")
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("expected %q", strings.Join(missing, " "))
+}
+
+func envSet(names []string) bool {
+	for _, n := range names {
+		if _, ok := os.LookupEnv(n); ok {
+			return true
+		}
+	}
+	return false
+}

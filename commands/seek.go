@@ -235,8 +235,10 @@ func printSeek(p *Printer, r *seek.Result, around int) error {
 	}
 	p.Printf("Stream:   %s\n", r.Stream)
 	p.Printf("Target:   %s (%s)\n", p.Time(r.Target), r.Mode)
-	if m := r.Message; m != nil {
-		p.Printf("Message:  sequence %d%s\n", m.Sequence, filter)
+	if m := r.Message; m != nil { // the sequence is said once, by Sequence: below
+		if r.Subject != "" {
+			p.Printf("Filter:   subjects %q\n", r.Subject)
+		}
 		p.Fitf("Time:     %s, %s\n", p.Time(m.Time), offsetText(m.Time, r.Target))
 		p.Printf("Subject:  %s\n", Escape(m.Subject))
 		p.Printf("Size:     %d bytes\n", m.Size)
