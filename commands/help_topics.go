@@ -34,6 +34,8 @@ cannot be read is exit code 2 naming these forms.
 
 Full page: docs/times.md.`,
 
+		"handler": consumeHandlerHelp,
+
 		"exit-codes": exitCodesHelp + `
 
 Full page: docs/exit-codes.md.`,
@@ -87,7 +89,9 @@ func helpArgs(args []string) (out []string, topic string) {
 }
 
 // topicNames are the help topics, in the order "jsctl help" lists them.
-func topicNames() []string { return []string{"times", "exit-codes", "connecting", "permissions"} }
+func topicNames() []string {
+	return []string{"times", "exit-codes", "connecting", "permissions", "handler"}
+}
 
 // unknownHelpWord is the word after "help" (args as helpArgs left them:
 // "help X ..." became "X ... --help") that is neither a command nor a

@@ -185,3 +185,31 @@ func TestTimesTopicNamesEveryForm(t *testing.T) {
 		t.Fatalf("only %d quoted forms in jsutil.TimeForms", n)
 	}
 }
+
+// TestHelpFlagsSoon: every command's --help reaches its arguments or flags
+// within helpProseLines lines; the long contracts live in help topics and
+// docs/ (consume's handler contract is "jsctl help handler").
+func TestHelpFlagsSoon(t *testing.T) {
+	const helpProseLines = 90
+	p, err := newParser(&CLI{}, &Env{}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leaf := range p.Model.Leaves(false) {
+		if leaf.Hidden {
+			continue
+		}
+		out := runHelp(t, append(strings.Fields(leaf.Path()), "--help")...)
+		lines := strings.Split(out, "\n")
+		at := -1
+		for i, l := range lines {
+			if l == "Arguments:" || l == "Flags:" {
+				at = i
+				break
+			}
+		}
+		if at < 0 || at > helpProseLines {
+			t.Errorf("jsctl %s --help: its arguments or flags start at line %d (at most %d)", leaf.Path(), at+1, helpProseLines)
+		}
+	}
+}

@@ -121,8 +121,9 @@ func writeMan(w io.Writer, app *kong.Application) error {
 			fmt.Fprintf(&b, ".TP\n.B %s\n%s (as \\-\\-%s)\n", manEscape(e), manEscape(f.Help), manEscape(f.Name))
 		}
 	}
+	b.WriteString(".SH HANDLERS\n" + manText(consumeHandlerHelp))
 	b.WriteString(".SH EXIT STATUS\n" + manText(exitCodesHelp))
-	b.WriteString(".SH SEE ALSO\nThe manual pages under docs/ of the jsctl repository; \\fBjsctl help\\fR \\fItopic\\fR for times, exit\\-codes, connecting and permissions.\n")
+	b.WriteString(".SH SEE ALSO\nThe manual pages under docs/ of the jsctl repository; \\fBjsctl help\\fR \\fItopic\\fR for times, exit\\-codes, connecting, permissions and handler.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -55,7 +55,8 @@ Times (everywhere a time is accepted):
 
 ` + exitCodesHelp + `
 
-Help topics: jsctl help times|exit-codes|connecting|permissions; jsctl help COMMAND...`
+Help topics: jsctl help times|exit-codes|connecting|permissions|handler; jsctl help
+COMMAND...`
 
 // BeforeApply names a command's missing arguments before any of its own
 // checks run: kong checks them after the commands' Validate methods, which
