@@ -1,0 +1,142 @@
+//go:build unix
+
+package acks_test
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The server's CPU profile: with -acks.profile DIR, BenchmarkProcessLibrary
+// starts its nats-server with a profiling port and records a CPU profile of
+// the server over each timed run (DIR/<mode>-workers=<n>.pprof, and its
+// message count in .msgs). jsutil/acks/bench.sh splits them by function
+// family.
+var (
+	benchProfile     = flag.String("acks.profile", "", "a directory for CPU profiles of the server, one per library run")
+	benchProfileSecs = flag.Int("acks.profilesecs", 15, "the length of each server profile; a run must end within it")
+)
+
+// profPortRe finds the profiling port in the server's log ("prof_port: -1"
+// picks a free one).
+var profPortRe = regexp.MustCompile(`profiling port: (\d+)`)
+
+func (e *procEnv) profPort(b *testing.B) int {
+	b.Helper()
+	m := profPortRe.FindStringSubmatch(e.srv.LogTail(1 << 20))
+	if m == nil {
+		b.Fatalf("no profiling port in the server's log:\n%s", e.srv.LogTail(2000))
+	}
+	p, _ := strconv.Atoi(m[1])
+	return p
+}
+
+// serverProfile is a CPU profile of the server in progress.
+type serverProfile struct {
+	done  chan error
+	start time.Time
+}
+
+// startProfile starts a CPU profile of the server of -acks.profilesecs
+// seconds and returns once the server is profiling: a second, short
+// request is refused (500) while the first holds the profiler.
+func (e *procEnv) startProfile(b *testing.B, port int, file string) *serverProfile {
+	b.Helper()
+	url := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=", port)
+	get := func(secs int, dst io.Writer, wrote func()) (int, error) {
+		req, err := http.NewRequest(http.MethodGet, url+strconv.Itoa(secs), nil)
+		if err != nil {
+			return 0, err
+		}
+		if wrote != nil {
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+				WroteRequest: func(httptrace.WroteRequestInfo) { wrote() },
+			}))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return resp.StatusCode, nil
+		}
+		_, err = io.Copy(dst, resp.Body)
+		return resp.StatusCode, err
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		p := &serverProfile{done: make(chan error, 1), start: time.Now()}
+		sent := make(chan struct{})
+		go func() {
+			f, err := os.Create(file)
+			if err != nil {
+				p.done <- err
+				return
+			}
+			code, err := get(*benchProfileSecs, f, sync.OnceFunc(func() { close(sent) }))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil && code != http.StatusOK {
+				err = fmt.Errorf("profile: status %d", code)
+			}
+			p.done <- err
+		}()
+		select { // probe once our request is on the wire
+		case <-sent:
+		case err := <-p.done:
+			b.Fatal(err)
+		}
+	probe:
+		for {
+			code, err := get(1, io.Discard, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if code == http.StatusInternalServerError {
+				return p // the profiler is busy: ours holds it
+			}
+			// the probe held the profiler: ours may have been refused
+			select {
+			case err := <-p.done:
+				b.Logf("profile refused (%v), again", err)
+				break probe
+			default:
+			}
+		}
+	}
+	b.Fatal("could not start the server's profile")
+	return nil
+}
+
+// wait waits for the profile to end and fails the benchmark if the run
+// outlasted it.
+func (p *serverProfile) wait(b *testing.B, ran time.Duration) {
+	b.Helper()
+	if ran > time.Duration(*benchProfileSecs)*time.Second {
+		b.Fatalf("the run took %v, longer than the profile (-acks.profilesecs %d)", ran, *benchProfileSecs)
+	}
+	if err := <-p.done; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// profileFile is where the profile of a library run goes.
+func profileFile(b *testing.B, mode string, workers int) string {
+	b.Helper()
+	if err := os.MkdirAll(*benchProfile, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return filepath.Join(*benchProfile, fmt.Sprintf("%s-workers=%d.pprof", mode, workers))
+}
