@@ -3,6 +3,7 @@
 package acks_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -12,9 +13,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jsctl/jsctl/jsutil/acks"
 )
 
 // The server's CPU profile: with -acks.profile DIR, BenchmarkProcessLibrary
@@ -139,4 +143,46 @@ func profileFile(b *testing.B, mode string, workers int) string {
 		b.Fatal(err)
 	}
 	return filepath.Join(*benchProfile, fmt.Sprintf("%s-workers=%d.pprof", mode, workers))
+}
+
+// BenchmarkProcessBatch: ConsumeBatch in this process (batches of 100, an
+// empty handler, one worker) with ack records and without (subjects
+// outside WithIdempotentSubjects), against a server in another process:
+// what jsctl consume --batch 100 costs without its handler's processes.
+// With -test.cpuprofile it shows where the client's time goes.
+//
+//	go test ./jsutil/acks -run '^$' -bench BenchmarkProcessBatch -benchtime 20000x
+func BenchmarkProcessBatch(b *testing.B) {
+	e := newProcEnv(b)
+	run := 0
+	for _, mode := range []string{"records", "norecords"} {
+		b.Run(mode, func(b *testing.B) {
+			run++
+			name := fmt.Sprintf("PB%d", run)
+			cons := e.fill(b, name, strings.ToLower(name), b.N)
+			ctx := testCtx(b, 10*time.Minute)
+			st, err := acks.Open(ctx, e.js, acks.WithBucket("ACKS_"+name))
+			if err != nil {
+				b.Fatal(err)
+			}
+			opts := []acks.ConsumeOption{acks.WithBatch(100, 100*time.Millisecond), acks.WithMaxMessages(b.N)}
+			if mode == "norecords" {
+				opts = append(opts, acks.WithIdempotentSubjects("none.>"))
+			}
+			h := func(_ context.Context, ds []acks.Delivery) ([]error, error) { return nil, nil }
+			in, srvCPU, cliCPU := e.inMsgs(b), e.serverCPU(b), selfCPU()
+			b.ResetTimer()
+			start := time.Now()
+			sum, err := st.ConsumeBatch(ctx, cons, h, opts...)
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if err != nil || sum.Processed != b.N {
+				b.Fatalf("%+v %v", sum, err)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+			b.ReportMetric(float64(e.inMsgs(b)-in)/float64(b.N), "in_msgs/msg")
+			b.ReportMetric(float64(e.serverCPU(b)-srvCPU)/float64(b.N), "server_cpu_us/msg")
+			b.ReportMetric(float64(selfCPU()-cliCPU)/float64(b.N), "client_cpu_us/msg")
+		})
+	}
 }
