@@ -3,18 +3,17 @@
 package acks_test
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,76 +51,61 @@ type serverProfile struct {
 }
 
 // startProfile starts a CPU profile of the server of -acks.profilesecs
-// seconds and returns once the server is profiling: a second, short
-// request is refused (500) while the first holds the profiler.
+// seconds and returns once the server is profiling: once the server's
+// goroutines show its profile handler sleeping, which it does only after
+// the profiler started (the goroutine list is read, so it cannot take the
+// profiler itself, as a second profile request would).
 func (e *procEnv) startProfile(b *testing.B, port int, file string) *serverProfile {
 	b.Helper()
-	url := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=", port)
-	get := func(secs int, dst io.Writer, wrote func()) (int, error) {
-		req, err := http.NewRequest(http.MethodGet, url+strconv.Itoa(secs), nil)
+	base := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", port)
+	p := &serverProfile{done: make(chan error, 1), start: time.Now()}
+	go func() {
+		p.done <- fetchProfile(base+"profile?seconds="+strconv.Itoa(*benchProfileSecs), file)
+	}()
+	deadline := time.After(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "goroutine?debug=1")
 		if err != nil {
-			return 0, err
-		}
-		if wrote != nil {
-			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-				WroteRequest: func(httptrace.WroteRequestInfo) { wrote() },
-			}))
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			return resp.StatusCode, nil
-		}
-		_, err = io.Copy(dst, resp.Body)
-		return resp.StatusCode, err
-	}
-	for attempt := 0; attempt < 5; attempt++ {
-		p := &serverProfile{done: make(chan error, 1), start: time.Now()}
-		sent := make(chan struct{})
-		go func() {
-			f, err := os.Create(file)
-			if err != nil {
-				p.done <- err
-				return
-			}
-			code, err := get(*benchProfileSecs, f, sync.OnceFunc(func() { close(sent) }))
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err == nil && code != http.StatusOK {
-				err = fmt.Errorf("profile: status %d", code)
-			}
-			p.done <- err
-		}()
-		select { // probe once our request is on the wire
-		case <-sent:
-		case err := <-p.done:
 			b.Fatal(err)
 		}
-	probe:
-		for {
-			code, err := get(1, io.Discard, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if code == http.StatusInternalServerError {
-				return p // the profiler is busy: ours holds it
-			}
-			// the probe held the profiler: ours may have been refused
-			select {
-			case err := <-p.done:
-				b.Logf("profile refused (%v), again", err)
-				break probe
-			default:
-			}
+		stacks, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if bytes.Contains(stacks, []byte("net/http/pprof.sleep")) {
+			return p
+		}
+		select {
+		case err := <-p.done:
+			b.Fatalf("the server's profile ended before it was seen running: %v", err)
+		case <-deadline:
+			b.Fatal("the server's profile was not seen running within 30s")
+		case <-time.After(10 * time.Millisecond): // poll again
 		}
 	}
-	b.Fatal("could not start the server's profile")
-	return nil
+}
+
+// fetchProfile writes the profile at url to file.
+func fetchProfile(url, file string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("profile: status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // wait waits for the profile to end and fails the benchmark if the run
