@@ -258,7 +258,7 @@ func (r *planRun) print(p *Printer, note string) error {
 				acks += fmt.Sprintf(" (%d forgotten)", c.AckRecordsForgotten)
 			}
 			row := []string{c.Consumer, string(c.Method), u64(c.From.Delivered), u64(c.From.AckFloor), u64(c.To.Sequence), optTableTime(p, c.To.Time),
-				u64(c.Redeliver), u64(c.Skip), acks, r.status(pl, c)}
+				countText(c.Redeliver), countText(c.Skip), acks, r.status(pl, c)}
 			if multi {
 				row = append([]string{pl.Stream}, row...)
 			}
@@ -406,3 +406,11 @@ func (r *planRun) status(pl *reset.Plan, c *reset.Change) string {
 }
 
 func u64(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// countText is a count that may be unknown (nil): "unknown".
+func countText(n *uint64) string {
+	if n == nil {
+		return "unknown"
+	}
+	return u64(*n)
+}

@@ -321,7 +321,6 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	cmds := readmeCommands(t)
 	f := newReadmeFixture(t)
-	spy := newSubjectSpy(t, f.srv)
 	var bg *exec.Cmd
 	stopBG := func() {
 		if bg != nil {
@@ -346,10 +345,8 @@ func TestReadmeCommands(t *testing.T) {
 			bg = f.background(line)
 			continue
 		}
-		spy.begin()
 		code, stdout, stderr := f.run(line)
 		stopBG()
-		spy.end(t, line)
 		if code != rc.exit {
 			t.Errorf("README command %q exited %d, want %d\nstdout:\n%s\nstderr:\n%s", line, code, rc.exit, stdout, stderr)
 			continue
@@ -358,7 +355,6 @@ func TestReadmeCommands(t *testing.T) {
 			checkShape(t, c.line, c.output, stdout)
 		}
 	}
-	spy.check(t)
 }
 
 // checkShape compares the README's output with the real output by shape:
