@@ -19,11 +19,11 @@ import (
 type contractCase struct {
 	name string
 	args []string // the command line, without --execute, --yes or --dry-run
-	// one marks single-object changes (pause, resume, snapshot rm): they
-	// act without --execute but ask at a terminal unless --yes.
-	one     bool
-	prepare func(t *testing.T)
-	changed func(t *testing.T) bool
+	// immediate marks the commands whose old immediate form (--yes without
+	// --execute) applies for one more release.
+	immediate bool
+	prepare   func(t *testing.T)
+	changed   func(t *testing.T) bool
 }
 
 // TestChangeContract: every command that changes or deletes state follows
@@ -113,7 +113,7 @@ func TestChangeContract(t *testing.T) {
 		args: []string{"consumer", "snapshot", "restore", "at3", "archive"},
 		prepare: func(t *testing.T) {
 			must("consumer", "reset", "ORDERS", "archive", "--to-seq", "3", "--execute")
-			run("", false, "consumer", "snapshot", "rm", "at3")
+			run("", false, "consumer", "snapshot", "rm", "at3", "--execute")
 			must("consumer", "snapshot", "save", "at3", "ORDERS", "archive")
 			must("consumer", "reset", "ORDERS", "archive", "--to-earliest", "--execute")
 		},
@@ -185,20 +185,20 @@ func TestChangeContract(t *testing.T) {
 		},
 		changed: func(t *testing.T) bool { return count("ORDERS.billing", "done") < 5 },
 	}, {
-		name: "consumer pause", one: true,
+		name: "consumer pause", immediate: true,
 		args:    []string{"consumer", "pause", "ORDERS", "archive", "--for", "1h"},
-		prepare: func(t *testing.T) { must("consumer", "resume", "ORDERS", "archive") },
+		prepare: func(t *testing.T) { must("consumer", "resume", "ORDERS", "archive", "--execute") },
 		changed: func(t *testing.T) bool { return info("archive").Paused },
 	}, {
-		name: "consumer resume", one: true,
+		name: "consumer resume", immediate: true,
 		args:    []string{"consumer", "resume", "ORDERS", "archive"},
-		prepare: func(t *testing.T) { must("consumer", "pause", "ORDERS", "archive", "--for", "1h") },
+		prepare: func(t *testing.T) { must("consumer", "pause", "ORDERS", "archive", "--for", "1h", "--execute") },
 		changed: func(t *testing.T) bool { return !info("archive").Paused },
 	}, {
-		name: "consumer snapshot rm", one: true,
+		name: "consumer snapshot rm", immediate: true,
 		args: []string{"consumer", "snapshot", "rm", "gone"},
 		prepare: func(t *testing.T) {
-			run("", false, "consumer", "snapshot", "rm", "gone")
+			run("", false, "consumer", "snapshot", "rm", "gone", "--execute")
 			must("consumer", "snapshot", "save", "gone", "ORDERS", "archive")
 		},
 		changed: func(t *testing.T) bool {
@@ -209,12 +209,6 @@ func TestChangeContract(t *testing.T) {
 
 	with := func(c contractCase, extra ...string) []string {
 		return append(append([]string{}, c.args...), extra...)
-	}
-	execute := func(c contractCase) []string {
-		if c.one {
-			return nil
-		}
-		return []string{"--execute"}
 	}
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
@@ -240,20 +234,25 @@ func TestChangeContract(t *testing.T) {
 						what, args, code, wantCode, asked, wantAsked, c.changed(t), wantChanged, out, errOut)
 				}
 			}
-			if !c.one {
+			{
 				try("plan at a terminal", "y\n", true, c.args, 0, false, false)
 				try("plan without a terminal", "y\n", false, c.args, 0, false, false)
 			}
 			try("--dry-run at a terminal", "y\n", true, with(c, "--dry-run"), 0, false, false)
-			try("asked, n", "n\n", true, with(c, execute(c)...), commands.ExitCancelled, true, false)
-			try("asked, no answer", "", true, with(c, execute(c)...), commands.ExitCancelled, true, false)
-			try("asked, y", "y\n", true, with(c, execute(c)...), 0, true, true)
-			try("asked, YES", "YES\n", true, with(c, execute(c)...), 0, true, true)
-			try("--yes at a terminal", "", true, with(c, append(execute(c), "--yes")...), 0, false, true)
-			try("-y at a terminal", "", true, with(c, append(execute(c), "-y")...), 0, false, true)
-			try("no terminal", "n\n", false, with(c, execute(c)...), 0, false, true)
-			if !c.one {
+			try("asked, n", "n\n", true, with(c, "--execute"), commands.ExitCancelled, true, false)
+			try("asked, no answer", "", true, with(c, "--execute"), commands.ExitCancelled, true, false)
+			try("asked, y", "y\n", true, with(c, "--execute"), 0, true, true)
+			try("asked, YES", "YES\n", true, with(c, "--execute"), 0, true, true)
+			try("--yes at a terminal", "", true, with(c, "--execute", "--yes"), 0, false, true)
+			try("-y at a terminal", "", true, with(c, "--execute", "-y"), 0, false, true)
+			try("no terminal", "n\n", false, with(c, "--execute"), 0, false, true)
+			if c.immediate {
+				// The old immediate form, kept for one release.
+				try("--yes without --execute (old immediate form)", "", true, with(c, "--yes"), 0, false, true)
+			} else {
 				try("--yes without --execute", "", true, with(c, "--yes"), commands.ExitUsage, false, false)
+			}
+			{
 				try("--execute with --dry-run", "", true, with(c, "--execute", "--dry-run"), commands.ExitUsage, false, false)
 			}
 		})

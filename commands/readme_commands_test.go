@@ -172,8 +172,9 @@ var readmeCases = map[string]readmeCase{
 
 	// Consumer positions. The fixture's consumer "audit" is paused, so a
 	// check with --paused-warn is a WARNING (exit 1).
+	"jsctl consumer pause ORDERS billing --for 30m --execute":                          {},
+	"jsctl consumer resume ORDERS billing --execute":                                   {},
 	"jsctl consumer pause ORDERS billing --for 30m":                                    {},
-	"jsctl consumer resume ORDERS billing":                                             {},
 	"jsctl consumer check ORDERS --all --lag-warn 1000 --lag-crit 10000 --paused-warn": {exit: 1},
 	"jsctl consumer check --streams 'ORD*' --all --format prometheus > /var/lib/node_exporter/jsctl.prom": {
 		run: "jsctl consumer check --streams 'ORD*' --all --format prometheus > jsctl.prom", why: "/var/lib/node_exporter is not the test's to write"},
@@ -185,10 +186,15 @@ var readmeCases = map[string]readmeCase{
 	"jsctl consumer snapshot restore pre-deploy billing --pause --execute": {},
 	"jsctl consumer snapshot restore NAME [CONSUMER...] [--from-file FILE] [--forget-acks] [--pause] [--execute]": {
 		synopsis: true, run: "jsctl consumer snapshot restore exported billing --from-file snap.json --forget-acks --pause --execute"},
-	"jsctl consumer snapshot rm pre-deploy": {},
-	"jsctl consumer pause STREAM CONSUMER [--until TIME | --for DURATION]": {
-		synopsis: true, run: "jsctl consumer pause ORDERS billing --until +1h && jsctl consumer resume ORDERS billing"},
-	"jsctl consumer resume STREAM CONSUMER": {synopsis: true},
+	"jsctl consumer snapshot rm pre-deploy --execute": {},
+	"jsctl consumer pause STREAM [CONSUMER... | --all] [--until TIME | --for DURATION] [--execute]": {
+		synopsis: true, run: "jsctl consumer pause ORDERS billing --until +1h --execute && jsctl consumer resume ORDERS billing --execute"},
+	"jsctl consumer pause --streams GLOB... --all [--until TIME | --for DURATION] [--execute]": {
+		synopsis: true, run: "jsctl consumer pause --streams 'ORD*' --all --for 1h"},
+	"jsctl consumer resume STREAM [CONSUMER... | --all] [--execute]": {
+		synopsis: true, run: "jsctl consumer resume ORDERS billing --execute"},
+	"jsctl consumer resume --streams GLOB... --all [--execute]": {
+		synopsis: true, run: "jsctl consumer resume --streams 'ORD*' --all"},
 	"jsctl consumer check STREAM [CONSUMER... | --all] [thresholds] [--format nagios|prometheus|json]": {
 		synopsis: true, run: "jsctl consumer check ORDERS billing --lag-time-warn 1d --format json"},
 	"jsctl consumer check --streams GLOB... --all [thresholds] ...": {
@@ -201,7 +207,7 @@ var readmeCases = map[string]readmeCase{
 		synopsis: true, run: "jsctl consumer snapshot save globbed --streams 'ORD*' --all"},
 	"jsctl consumer snapshot ls [STREAM]":                          {synopsis: true, run: "jsctl consumer snapshot ls ORDERS"},
 	"jsctl consumer snapshot show NAME":                            {synopsis: true, run: "jsctl consumer snapshot show exported"},
-	"jsctl consumer snapshot rm NAME":                              {synopsis: true, run: "jsctl consumer snapshot rm globbed"},
+	"jsctl consumer snapshot rm NAME [--execute]":                  {synopsis: true, run: "jsctl consumer snapshot rm globbed --execute"},
 	"jsctl consumer snapshot ls":                                   {},
 	"jsctl consumer ls --streams 'ORD*' --streams PAYMENTS":        {},
 	"jsctl consumer ls --streams 'ORD*'":                           {},

@@ -196,6 +196,15 @@ func Remove(ctx context.Context, js jetstream.JetStream, name string, opts Optio
 	if err != nil {
 		return err
 	}
+	return RemoveRead(ctx, js, snap, opts)
+}
+
+// RemoveRead deletes the snapshot snap as it was read (Get): one saved
+// again under its name since (another revision) is left alone, an error
+// wrapping jsutil.ErrConflict, and so is one removed since.
+func RemoveRead(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Options) error {
+	opts = opts.withDefaults()
+	name := snap.Name
 	kv, err := openBucket(ctx, js, opts, 0)
 	if err != nil {
 		return fmt.Errorf("remove snapshot %q: %w", name, err)
@@ -204,7 +213,7 @@ func Remove(ctx context.Context, js jetstream.JetStream, name string, opts Optio
 	defer cancel()
 	if err := kv.Purge(rctx, name, jetstream.LastRevision(snap.Revision)); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return jsutil.Errorf(jsutil.ErrConflict, "remove snapshot %q: it changed while being removed; run the command again", name)
+			return jsutil.Errorf(jsutil.ErrConflict, "remove snapshot %q: it changed since it was read (saved again or removed); nothing removed: run the command again", name)
 		}
 		return jsutil.Wrap(err, "remove snapshot %q", name)
 	}
