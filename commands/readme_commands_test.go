@@ -64,12 +64,15 @@ var readmeCases = map[string]readmeCase{
 	"jsctl version": {},
 
 	// The README's five minutes with a server of one's own: the stream and
-	// the consumer "worker" are the fixture's.
-	"jsctl seek ORDERS -30s --around 2":                                    {},
-	"jsctl consumer reset ORDERS worker --by-duration 30s":                 {},
-	"jsctl consumer reset ORDERS worker --by-duration 30s --execute --yes": {},
-	"jsctl consumer history ORDERS worker":                                 {},
-	"jsctl consume ORDERS worker --exec 'cat; echo' --idle 2s":             {},
+	// the consumer "worker" are the fixture's, and $MARK the moment after
+	// its 25th message (TestReadmeWalkthroughAnySpeed runs the section as
+	// written, with its nats lines, steps hours apart).
+	"jsctl seek ORDERS \"$MARK\" --around 2":                                               {},
+	"jsctl consumer reset ORDERS worker --to-time \"$MARK\"":                               {},
+	"jsctl consumer reset ORDERS worker --to-time \"$MARK\" --execute --yes":               {},
+	"jsctl consumer reset ORDERS worker --to-time \"$MARK\" --forget-acks --execute --yes": {},
+	"jsctl consumer history ORDERS worker":                                                 {},
+	"jsctl consume ORDERS worker --exec 'cat; echo' --idle 2s":                             {},
 
 	// The kept demo store ($DIR); their output blocks are compared by shape.
 	"jsctl --embedded $DIR stream timeline ORDERS --buckets 6":                       {},
@@ -469,8 +472,18 @@ func newReadmeFixture(t *testing.T) *readmeFixture {
 			t.Fatal(err)
 		}
 	}
+	// $MARK: the README's moment between the two batches of orders, here
+	// just after the fixture's 25th message.
+	m25, err := js.Stream(ctx, "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw25, err := m25.GetMsg(ctx, 25)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := &readmeFixture{t: t, dir: dir, srv: s, env: append(os.Environ(),
-		"NATS_URL="+s.ClientURL(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "JSCTL_TZ=UTC", "NATS_CONTEXT=",
+		"MARK="+raw25.Time.Add(time.Nanosecond).UTC().Format(time.RFC3339Nano), "NATS_URL="+s.ClientURL(), "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "JSCTL_TZ=UTC", "NATS_CONTEXT=",
 		"JSCTL_EMBEDDED=", "TMPDIR="+dir+"/tmp", "URL=http://127.0.0.1:1/", "PATH="+stubs+string(os.PathListSeparator)+os.Getenv("PATH"),
 	)}
 	// ./data for the serve example: a store holding stream ORDERS.
