@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -176,6 +177,9 @@ func (c *ConsumerPauseCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if len(targets) == 0 {
+		return printNoPauseTargets(p, c.Streams)
+	}
 	forever := until.Equal(positions.UntilResumed())
 	after, when := "paused until resumed", "until resumed"
 	if !forever {
@@ -232,6 +236,20 @@ func printPauseDone(p *Printer, done []*positions.PauseState, legacy bool) error
 		done = []*positions.PauseState{}
 	}
 	return p.PrintJSON(map[string]any{"executed": true, "consumers": done})
+}
+
+// printNoPauseTargets says that a selection (--streams matching no stream,
+// or streams without durable consumers) holds nothing to change.
+func printNoPauseTargets(p *Printer, patterns []string) error {
+	if p.JSON {
+		return p.PrintJSON(map[string]any{"executed": false, "consumers": []pausePlanItem{}})
+	}
+	if len(patterns) > 0 {
+		p.Printf("No durable consumers on streams matching %s: nothing to change.\n", Escape(strings.Join(patterns, ", ")))
+		return nil
+	}
+	p.Printf("No durable consumers selected: nothing to change.\n")
+	return nil
 }
 
 // selectionText names the streams of a selection in messages: "ORDERS" or

@@ -61,6 +61,9 @@ func (c *ConsumerResumeCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if len(targets) == 0 {
+		return printNoPauseTargets(p, c.Streams)
+	}
 	n := 0
 	for i, t := range targets {
 		targets[i].changes = t.now.Paused
