@@ -36,7 +36,7 @@ func store(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Opt
 	defer cancel()
 	rev, err := kv.Create(rctx, snap.Name, b)
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		return jsutil.Errorf(jsutil.ErrConflict, "snapshot %q exists already: choose another name, or remove it first with jsctl consumer snapshot rm %s", snap.Name, snap.Name)
+		return jsutil.Errorf(jsutil.ErrConflict, "snapshot %q exists already: choose another name, or remove it first with jsctl consumer snapshot rm %s --execute", snap.Name, snap.Name)
 	}
 	if err != nil {
 		// A refused write is never answered: name the refusal of this
