@@ -371,6 +371,10 @@ func TestChangeContract(t *testing.T) {
 					t.Fatalf("%s (%v): exit %d (want %d), asked %v (want %v), changed %v (want %v)\nstdout:\n%s\nstderr:\n%s",
 						what, args, code, wantCode, asked, wantAsked, changed, wantChanged, out, errOut)
 				}
+				// A plan says that nothing changed and how to apply it.
+				if (col == colPlan || col == colDryRun) && !strings.Contains(out, "Pass --execute to apply") {
+					t.Fatalf("%s (%v): the plan does not say how to apply it:\n%s", what, args, out)
+				}
 				if col != "" {
 					row[col] = append(row[col], outcome(what, code, asked, changed))
 				}
