@@ -78,7 +78,7 @@ func (c *AcksCompactCmd) Run(ctx context.Context, env *Env) error {
 		if err != nil {
 			return err
 		}
-		if recs[i], err = st.Compactable(ctx, sc); err != nil {
+		if recs[i], err = st.Compactable(ctx, sc, func(err error) { reportCorrupt(env, err) }); err != nil {
 			return err
 		}
 		total += len(recs[i])

@@ -13,7 +13,8 @@ type AcksForgetCmd struct {
 	acksBucketFlag
 	Scope string `name:"scope" required:"" placeholder:"NAME" predictor:"scope" help:"Scope of the records (e.g. ORDERS.billing)."`
 	acksFilterFlags
-	All bool `name:"all" help:"Forget every record of the scope (needed when no other filter is given)."`
+	All     bool `name:"all" help:"Forget every record of the scope (needed when no other filter is given)."`
+	Corrupt bool `name:"corrupt" help:"Forget the records of the scope that do not read (with --from-seq/--to-seq: those whose sequence key is in the range)."`
 	changeFlags
 }
 
@@ -35,7 +36,11 @@ Examples:
   jsctl acks forget --scope ORDERS.billing --from-seq 100 --to-seq 200
   jsctl acks forget --scope ORDERS.billing --from-seq 100 --to-seq 200 --execute
   jsctl acks forget --scope ORDERS.billing --state failed --execute --json
-  jsctl acks forget --scope ORDERS.billing --all --execute`
+  jsctl acks forget --scope ORDERS.billing --all --execute
+  jsctl acks forget --scope ORDERS.billing --corrupt --execute
+
+A record that does not read is reported by key and skipped by every command; --corrupt
+selects exactly those records, so that they can be removed.`
 }
 
 // Validate checks the flags.
@@ -46,7 +51,10 @@ func (c *AcksForgetCmd) Validate() error {
 	if err := c.changeFlags.validate(); err != nil {
 		return err
 	}
-	filtered := c.State != "" || c.FromSeq != 0 || c.ToSeq != 0 || c.Since != "" || c.Until != ""
+	if c.Corrupt && (c.State != "" || c.Since != "" || c.Until != "" || c.All) {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--corrupt selects by --from-seq and --to-seq only (an unreadable record has no state or time of its own)")
+	}
+	filtered := c.State != "" || c.FromSeq != 0 || c.ToSeq != 0 || c.Since != "" || c.Until != "" || c.Corrupt
 	if !filtered && !c.All {
 		return jsutil.Errorf(jsutil.ErrBadInput, "select records with --state, --from-seq, --to-seq, --since or --until, or pass --all")
 	}
@@ -82,10 +90,13 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	f.Corrupt = c.Corrupt
+	f.SkipCorrupt = func(err error) { reportCorrupt(env, err) }
 	recs, err := st.List(ctx, f)
 	if err != nil {
 		return err
 	}
+	reportStale(env, recs)
 	floor, err := st.ScopeFloor(ctx, scope)
 	if err != nil {
 		return err
@@ -170,6 +181,9 @@ func (c *AcksForgetCmd) print(p *Printer, out acksForgetJSON, recs []acks.Record
 // not its records still exist, or else the lowest selected record's (0:
 // none, nothing selected).
 func (c *AcksForgetCmd) lowerFrom(recs []acks.Record) uint64 {
+	if c.Corrupt {
+		return 0 // an unreadable record proved nothing: the floors stay
+	}
 	var from uint64
 	switch {
 	case c.FromSeq != 0:

@@ -116,7 +116,7 @@ func (c *AcksRetryCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	recs, err := c.selectRecords(ctx, st, scope)
+	recs, err := c.selectRecords(ctx, env, st, scope)
 	if err != nil {
 		return err
 	}
@@ -157,13 +157,13 @@ func (c *AcksRetryCmd) Run(ctx context.Context, env *Env) error {
 }
 
 // selectRecords finds the failed records the flags select.
-func (c *AcksRetryCmd) selectRecords(ctx context.Context, st *acks.Store, scope string) ([]acks.Record, error) {
+func (c *AcksRetryCmd) selectRecords(ctx context.Context, env *Env, st *acks.Store, scope string) ([]acks.Record, error) {
 	if c.AllFailed {
-		return st.List(ctx, acks.Filter{Scope: scope, State: acks.StateFailed, SkipCorrupt: func(error) {}})
+		return st.List(ctx, acks.Filter{Scope: scope, State: acks.StateFailed, SkipCorrupt: func(err error) { reportCorrupt(env, err) }})
 	}
 	var r acks.Record
 	if c.Seq != 0 {
-		recs, err := st.List(ctx, acks.Filter{Scope: scope, FromSeq: c.Seq, ToSeq: c.Seq})
+		recs, err := st.List(ctx, acks.Filter{Scope: scope, FromSeq: c.Seq, ToSeq: c.Seq, SkipCorrupt: func(err error) { reportCorrupt(env, err) }})
 		if err != nil {
 			return nil, err
 		}
@@ -214,6 +214,9 @@ func (c *AcksRetryCmd) retry(ctx context.Context, env *Env, p *Printer, st *acks
 	var sum acksRetrySummary
 	out.Executed, out.Summary = true, &sum
 	for _, r := range results {
+		if r.DeadLetterRefused != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(r.DeadLetterRefused))
+		}
 		switch r.Action {
 		case acks.Processed:
 			sum.Processed++

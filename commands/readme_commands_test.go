@@ -140,6 +140,7 @@ var readmeCases = map[string]readmeCase{
 		synopsis: true, run: "jsctl acks stats --scope ORDERS.billing"},
 	"jsctl acks forget --scope ORDERS.billing --from-seq 100 --to-seq 200":           {},
 	"jsctl acks forget --scope ORDERS.billing --from-seq 100 --to-seq 200 --execute": {},
+	"jsctl acks forget --scope ORDERS.billing --corrupt --execute":                   {},
 	"jsctl acks compact [--scope ORDERS.billing]": {
 		synopsis: true, run: "jsctl acks compact --scope ORDERS.billing"},
 
