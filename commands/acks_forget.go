@@ -6,6 +6,7 @@ import (
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/jsctl/jsctl/jsutil/audit"
 )
 
 // AcksForgetCmd deletes ack records so their messages run again.
@@ -142,6 +143,10 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil || !apply {
 		return err
 	}
+	ch, err := env.acksChange(ctx, audit.AcksForget, scope)
+	if err != nil {
+		return err
+	}
 	out.Executed = true
 	n, err := forgetWithProgress(ctx, env, st, recs, "forgetting records of scope "+out.Scope)
 	out.Forgotten = n
@@ -150,10 +155,13 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 		// reach into the range.
 		err = st.LowerFloors(ctx, scope, from)
 	}
+	end := acksEnd(c.Bucket, scope, err, map[string]any{"selected": len(recs), "forgotten": n, "floor_before": floor, "floor_after": newFloor})
+	end.Target = fmt.Sprintf("%d ack records", len(recs))
+	ch.ended(ctx, end)
 	if err != nil {
 		return fmt.Errorf("forgot %d of %d records of scope %q: %w", n, len(recs), out.Scope, err)
 	}
-	return c.print(p, out, recs)
+	return ch.close(c.print(p, out, recs))
 }
 
 // print prints what forget did.

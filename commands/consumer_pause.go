@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
 
@@ -201,25 +202,49 @@ func (c *ConsumerPauseCmd) Run(ctx context.Context, env *Env) error {
 	}
 	legacy := c.immediateForm() && c.Stream != "" && len(c.Consumers) == 1
 	l.apply = func() error {
+		ch, err := env.beginChange(ctx, cl, audit.Pause, pauseObjects(targets))
+		if err != nil {
+			return err
+		}
 		var done []*positions.PauseState
 		for _, t := range targets {
+			obj := auditObject{t.now.Stream, t.now.Consumer}
 			if err := samePauseTarget(ctx, env, cl, t, "pause"); err != nil {
-				return err
+				ch.ended(ctx, auditEnd{auditObject: obj, Outcome: audit.Failed, Err: err})
+				return ch.close(err)
 			}
 			st, err := positions.Pause(ctx, cl.JS, t.now.Stream, t.now.Consumer, until, positionsOptions(env, ""))
 			if err != nil {
-				return err
+				ch.ended(ctx, auditEnd{auditObject: obj, Outcome: audit.Failed, Err: err})
+				return ch.close(err)
 			}
+			target := "until resumed"
+			if !st.UntilResumed && st.PauseUntil != nil {
+				target = "until " + st.PauseUntil.UTC().Format(time.RFC3339Nano)
+			}
+			ch.ended(ctx, auditEnd{auditObject: obj, Outcome: audit.Verified, Target: target})
 			if !p.JSON {
 				if err := printPauseState(p, st, env.Now()); err != nil {
-					return err
+					return ch.close(err)
 				}
 			}
 			done = append(done, st)
 		}
-		return printPauseDone(p, done, legacy)
+		return ch.close(printPauseDone(p, done, legacy))
 	}
 	return l.run(ctx, env, p, c.changeFlags)
+}
+
+// pauseObjects are the audit objects of a pause or resume: the consumers
+// it changes.
+func pauseObjects(targets []pauseTarget) []auditObject {
+	var out []auditObject
+	for _, t := range targets {
+		if t.changes {
+			out = append(out, auditObject{t.now.Stream, t.now.Consumer})
+		}
+	}
+	return out
 }
 
 // printPauseDone prints the --json document of an applied pause or resume:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
 
@@ -79,16 +80,24 @@ func (c *ConsumerResumeCmd) Run(ctx context.Context, env *Env) error {
 	}
 	legacy := c.immediateForm() && c.Stream != "" && len(c.Consumers) == 1
 	l.apply = func() error {
+		ch, err := env.beginChange(ctx, cl, audit.Resume, pauseObjects(targets))
+		if err != nil {
+			return err
+		}
 		var done []*positions.PauseState
 		for _, t := range targets {
 			st := t.now
 			if t.changes {
+				obj := auditObject{t.now.Stream, t.now.Consumer}
 				if err := samePauseTarget(ctx, env, cl, t, "resume"); err != nil {
-					return err
+					ch.ended(ctx, auditEnd{auditObject: obj, Outcome: audit.Failed, Err: err})
+					return ch.close(err)
 				}
 				if st, err = positions.Resume(ctx, cl.JS, t.now.Stream, t.now.Consumer, positionsOptions(env, "")); err != nil {
-					return err
+					ch.ended(ctx, auditEnd{auditObject: obj, Outcome: audit.Failed, Err: err})
+					return ch.close(err)
 				}
+				ch.ended(ctx, auditEnd{auditObject: obj, Outcome: audit.Verified, Target: "resumed"})
 			}
 			done = append(done, st)
 			switch {
@@ -97,11 +106,11 @@ func (c *ConsumerResumeCmd) Run(ctx context.Context, env *Env) error {
 				p.Printf("Resumed consumer %s on %s: it delivers messages again.\n", st.Consumer, st.Stream)
 			default:
 				if err := printPauseState(p, st, env.Now()); err != nil {
-					return err
+					return ch.close(err)
 				}
 			}
 		}
-		return printPauseDone(p, done, legacy)
+		return ch.close(printPauseDone(p, done, legacy))
 	}
 	return l.run(ctx, env, p, c.changeFlags)
 }

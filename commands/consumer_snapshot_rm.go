@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
 
@@ -60,14 +61,26 @@ func (c *ConsumerSnapshotRmCmd) Run(ctx context.Context, env *Env) error {
 				"name": snap.Name, "created": snap.Created, "user": snap.User, "host": snap.Host, "consumers": snap.Consumers()}}
 		},
 		apply: func() error {
-			if err := positions.RemoveRead(ctx, cl.JS, snap, opts); err != nil {
+			// The snapshot's consumers are the events' objects.
+			var objects []auditObject
+			for _, st := range snap.Streams {
+				for _, cs := range st.Consumers {
+					objects = append(objects, auditObject{st.Name, cs.Name})
+				}
+			}
+			ch, err := env.beginChange(ctx, cl, audit.SnapshotRm, objects)
+			if err != nil {
 				return err
 			}
+			if err := positions.RemoveRead(ctx, cl.JS, snap, opts); err != nil {
+				return ch.close(err)
+			}
+			auditSnapshot(ctx, ch, snap)
 			if p.JSON {
-				return p.PrintJSON(map[string]any{"executed": true, "removed": snap.Name})
+				return ch.close(p.PrintJSON(map[string]any{"executed": true, "removed": snap.Name}))
 			}
 			p.Printf("Removed snapshot %s.\n", Escape(snap.Name))
-			return nil
+			return ch.close(nil)
 		},
 	}
 	return l.run(ctx, env, p, c.changeFlags)

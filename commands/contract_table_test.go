@@ -39,6 +39,7 @@ var contractColumns = []string{colPlan, colDryRun, colAsk, colYes, colNoTerm, co
 // stream, a consumer or a bucket (docs/permissions.md's measured table).
 var unchanging = map[string]struct{ class, why string }{
 	"seek":                   {"reads", "finds a sequence"},
+	"audit":                  {"reads", "lists or follows the audit trail"},
 	"stream timeline":        {"reads", "counts messages (with temporary consumers where it must)"},
 	"consumer ls":            {"reads", "lists consumers"},
 	"consumer info":          {"reads", "shows a consumer"},

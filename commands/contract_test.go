@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jsctl/jsctl/commands"
 	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -326,6 +328,36 @@ func TestChangeContract(t *testing.T) {
 		},
 	}}
 
+	var names []string
+	for _, c := range cases {
+		names = append(names, c.name)
+	}
+	slices.Sort(names)
+	if want := commands.ChangingCommands(); !slices.Equal(names, want) {
+		t.Fatalf("the changing commands (those with --dry-run) are %q; this test has cases for %q: add the missing ones", want, names)
+	}
+	// events counts the audit events of action (every changing command
+	// writes one per object it changed).
+	events := func(action audit.Action) uint64 {
+		t := cur
+		t.Helper()
+		st, err := js.Stream(ctx, audit.Stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(audit.SubjectPrefix+"."+string(action)+".>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, c := range info.State.Subjects {
+			n += c
+		}
+		return n
+	}
 	with := func(args []string, extra ...string) []string {
 		return append(append([]string{}, args...), extra...)
 	}
@@ -344,6 +376,10 @@ func TestChangeContract(t *testing.T) {
 	for _, c := range cases {
 		covered[c.name] = true
 		row := map[string][]string{}
+		action := audit.Action(strings.ReplaceAll(strings.TrimPrefix(c.name, "consumer "), " ", "."))
+		if !action.Known() {
+			t.Fatalf("%s: no audit action %q", c.name, action)
+		}
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 			cur = t
 			defer func() { cur = nil }()
@@ -364,6 +400,7 @@ func TestChangeContract(t *testing.T) {
 			try := func(col, what, stdin string, terminal bool, args []string, wantCode int, wantAsked, wantChanged bool) {
 				t.Helper()
 				ready(what, wantChanged)
+				had := events(action)
 				code, out, errOut := run(stdin, terminal, args...)
 				asked := strings.Contains(errOut, "[y/N]")
 				changed := c.changed(t)
@@ -377,6 +414,9 @@ func TestChangeContract(t *testing.T) {
 				}
 				if col != "" {
 					row[col] = append(row[col], outcome(what, code, asked, changed))
+				}
+				if got := events(action); (got > had) != wantChanged {
+					t.Fatalf("%s (%v): %d %s audit events written, changed %v: a change writes its event, nothing else does\nstderr:\n%s", what, args, got-had, action, wantChanged, errOut)
 				}
 			}
 			try(colPlan, "at a terminal", "y\n", true, c.args, 0, false, false)
@@ -395,6 +435,9 @@ func TestChangeContract(t *testing.T) {
 			} else {
 				try(colYesAlone, "", "", true, with(c.args, "--yes"), commands.ExitUsage, false, false)
 			}
+			try("", "--require-reason without a reason", "", true, with(c.args, "--execute", "--yes", "--require-reason"), commands.ExitUsage, false, false)
+			try("", "--require-reason with --reason", "", true, with(c.args, "--execute", "--yes", "--require-reason", "--reason", "contract"), 0, false, true)
+			try("", "--audit required", "", true, with(c.args, "--execute", "--yes", "--audit", "required"), 0, false, true)
 			try(colBoth, "", "", true, with(c.args, "--execute", "--dry-run"), commands.ExitUsage, false, false)
 
 			// A real terminal: the plan, then the question; n changes nothing.

@@ -100,7 +100,13 @@ func askApply(ctx context.Context, env *Env, p *Printer, r applyRequest) (bool, 
 		return false, r.Print(note)
 	case !r.Execute || r.DryRun:
 		return false, r.Print(dryRunNote)
-	case r.Changes == 0 || r.Yes || p.JSON || !env.IsTerminal:
+	}
+	if r.Changes > 0 {
+		if err := env.needReason(r.Action); err != nil {
+			return false, err
+		}
+	}
+	if r.Changes == 0 || r.Yes || p.JSON || !env.IsTerminal {
 		return true, nil
 	}
 	if err := r.Print(""); err != nil {
