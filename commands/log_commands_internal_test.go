@@ -46,6 +46,7 @@ var logCases = map[string][]string{
 	"acks stats":   {"acks", "stats"},
 	"acks compact": {"acks", "compact"},
 	"acks retry":   {"acks", "retry", "--scope", "ORDERS.billing", "--all-failed", "--exec", "echo again; echo fails >&2; exit 1", "--execute"},
+	"audit":        {"audit", "ORDERS", "--since", "not-a-time"},
 	"demo":         {"demo", "--messages", "4", "--gap", "1ms"},
 	"serve":        {"serve", "--store", "{DIR}/serve", "--addr", "127.0.0.1:0"},
 	"completion":   {"completion", "bash"},

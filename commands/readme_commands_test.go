@@ -180,7 +180,7 @@ var readmeCases = map[string]readmeCase{
 	"jsctl audit ORDERS billing --action reset --json":                                                 {},
 	"jsctl audit ORDERS --since -1d --by alice":                                                        {},
 	`jsctl consumer reset ORDERS billing --to-seq 5 --execute --reason "replay after the billing bug"`: {},
-	"jsctl consumer pause ORDERS billing --for 10m --audit required":                                   {},
+	"jsctl consumer pause ORDERS billing --for 10m --audit required --execute":                         {},
 	`jsctl audit --follow --json | jq -c 'select(.action == "reset")' | while read -r ev; do curl -s -d "$ev" "$WEBHOOK"; done`: {
 		synopsis: true, run: `jsctl audit --json | jq -c 'select(.action == "reset")'`, why: "--follow runs until Ctrl-C, and the webhook is the reader's"},
 
