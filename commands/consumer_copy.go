@@ -353,7 +353,7 @@ func (r *copyRun) print(p *Printer, note string) error {
 	if r.plan.Snapshot != "" {
 		what = "snapshot " + Escape(r.plan.Snapshot)
 	}
-	p.Printf("Copy consumers of stream %s to stream %s%s, %s:\n", Escape(r.origin), Escape(r.target), Escape(where), what)
+	p.Fitf("Copy consumers of stream %s to stream %s%s, %s:\n", Escape(r.origin), Escape(r.target), Escape(where), what)
 	headers := []string{"CONSUMER", "ORIGIN ACK FLOOR", "ORIGIN NEXT", "TRANSLATED", "TO", "TO TIME", "METHOD", "STATUS"}
 	var rows [][]string
 	for i, c := range pl.Changes {
@@ -361,13 +361,13 @@ func (r *copyRun) print(p *Printer, note string) error {
 		rows = append(rows, []string{c.Consumer, u64(cp.OriginAckFloor), u64(cp.OriginSeq), cp.Translation.Method,
 			u64(c.To.Sequence), optTableTime(p, c.To.Time), string(c.Method), r.status(pl, c)})
 	}
-	if err := p.Table(headers, rows); err != nil {
+	if err := p.Table(headers, rows, wideOnly("ORIGIN NEXT", "TRANSLATED")); err != nil {
 		return err
 	}
 	for i, c := range pl.Changes {
 		cp := r.plan.Copies[i]
 		who := Escape(c.Consumer)
-		p.Printf("  %s: %s\n", who, translationText(r.origin, r.target, cp))
+		p.Fitf("  %s: %s\n", who, translationText(r.origin, r.target, cp))
 		if c.Method == reset.Create {
 			// Shown against the origin consumer's configuration.
 			shown := *c

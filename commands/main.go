@@ -51,7 +51,7 @@ func RunAt(ctx context.Context, now func() time.Time, args []string, stdin io.Re
 	defer env.Close()
 	args, topic := helpArgs(args)
 	if topic != "" {
-		if printTopic(stdout, topic) != nil {
+		if printTopic(stdout, topic, helpWidth(stdout)) != nil {
 			return writeFailed(stderr, out.err)
 		}
 		return ExitOK
@@ -60,6 +60,10 @@ func RunAt(ctx context.Context, now func() time.Time, args []string, stdin io.Re
 	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %s\n", TermSafe(err.Error()))
 		return ExitFailure
+	}
+	if word := unknownHelpWord(parser.Model, args); word != "" {
+		fmt.Fprintf(stderr, "jsctl: error: no command or help topic %q\nhelp topics: %s (jsctl help TOPIC); the commands: jsctl help\n", TermSafe(word), strings.Join(topicNames(), ", "))
+		return ExitUsage
 	}
 	defer catchPanic(&code, stderr, &cli.Globals)
 	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
@@ -71,6 +75,7 @@ func RunAt(ctx context.Context, now func() time.Time, args []string, stdin io.Re
 		return writeFailed(stderr, out.err)
 	}
 	if err != nil {
+		err = narrowSuggestions(err)
 		fmt.Fprintf(stderr, "jsctl: error: %s\n", TermSafe(err.Error()))
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
@@ -186,7 +191,8 @@ func newParser(cli *CLI, env *Env, stdout, stderr io.Writer, opts ...kong.Option
 		kong.Description(rootHelp),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest{code}) }),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true, WrapUpperBound: 100}),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, FlagsLast: true}),
+		kong.Help(helpPrinter(helpWidth(stdout))),
 		kong.Vars{
 			"default_url": jsutil.DefaultURL,
 		},
@@ -199,6 +205,43 @@ func newParser(cli *CLI, env *Env, stdout, stderr io.Writer, opts ...kong.Option
 		kong.WithHyphenPrefixedParameters(true),
 	}, opts...)...)
 }
+
+// suggestion matches kong's "unknown flag --al, did you mean one of
+// "--tz", "--all"?" (and the same for commands).
+var suggestion = regexp.MustCompile(`^(.* (\S+)), did you mean (?:one of )?((?:"[^"]*"(?:, )?)+)\?$`)
+
+// narrowSuggestions keeps, of the names kong suggests for a mistyped word,
+// those the word begins (--al suggests --all, not --tz); when none does,
+// all of them. The error keeps its kind (errors.As finds the parse error).
+func narrowSuggestions(err error) error {
+	m := suggestion.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	var all, prefixed []string
+	for _, q := range regexp.MustCompile(`"[^"]*"`).FindAllString(m[3], -1) {
+		all = append(all, q)
+		if strings.HasPrefix(strings.Trim(q, `"`), m[2]) {
+			prefixed = append(prefixed, q)
+		}
+	}
+	if len(prefixed) == 0 || len(prefixed) == len(all) {
+		return err
+	}
+	if len(prefixed) == 1 {
+		return &rewordedError{err, fmt.Sprintf("%s, did you mean %s?", m[1], prefixed[0])}
+	}
+	return &rewordedError{err, fmt.Sprintf("%s, did you mean one of %s?", m[1], strings.Join(prefixed, ", "))}
+}
+
+// rewordedError is err with another message.
+type rewordedError struct {
+	err error
+	msg string
+}
+
+func (e *rewordedError) Error() string { return e.msg }
+func (e *rewordedError) Unwrap() error { return e.err }
 
 // relativeDuration matches a relative time written as a negative duration,
 // such as -90m or -1d12h.
