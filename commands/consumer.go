@@ -360,7 +360,7 @@ func filterWords(f []string) string {
 func pauseText(c *reset.Change, ps *reset.PauseStep) string {
 	then := "then resume it"
 	if !ps.Resume {
-		then = fmt.Sprintf("then leave it paused (jsctl consumer resume %s %s ends the pause)", c.Stream, c.Consumer)
+		then = fmt.Sprintf("then leave it paused (jsctl consumer resume %s %s --execute ends the pause)", c.Stream, c.Consumer)
 	}
 	switch {
 	case ps.AlreadyPausedUntil != nil:

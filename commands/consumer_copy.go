@@ -380,7 +380,7 @@ func (r *copyRun) print(p *Printer, note string) error {
 	}
 	switch {
 	case len(r.paused) > 0:
-		p.Printf("Paused on %s (they stay paused; jsctl consumer resume %s CONSUMER ends it): %s\n", Escape(r.origin), Escape(r.origin), Escape(strings.Join(r.paused, ", ")))
+		p.Printf("Paused on %s (they stay paused; jsctl consumer resume %s --execute ends it): %s\n", Escape(r.origin), Escape(quoteArgs(append([]string{r.origin}, r.paused...))), Escape(strings.Join(r.paused, ", ")))
 	case r.wouldPause:
 		p.Printf("With --execute, the consumers on %s are paused first (--pause-origin) and stay paused.\n", Escape(r.origin))
 	}

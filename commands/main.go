@@ -34,14 +34,20 @@ func Main(args []string) int {
 type exitRequest struct{ code int }
 
 // Run runs jsctl with explicit streams; Main is Run on the process's own.
-func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) (code int) {
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) int {
+	return RunAt(ctx, time.Now, args, stdin, stdout, stderr, terminal)
+}
+
+// RunAt is Run with a clock: now is what relative times ("-30s",
+// --by-duration, --for) count from, as if the command ran at that moment.
+func RunAt(ctx context.Context, now func() time.Time, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) (code int) {
 	out := &stdoutWriter{w: stdout}
 	log := newStderrLog(stderr, args) // --log-format (log.go)
 	stderr = log
 	defer func() { code = outputCode(code, out.err, stderr) }()
 	stdout = out
 	cli := &CLI{}
-	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(unwrapStderr(stderr)), Now: time.Now, log: log, args: args}
+	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(unwrapStderr(stderr)), Now: now, log: log, args: args}
 	defer env.Close()
 	args, topic := helpArgs(args)
 	if topic != "" {

@@ -36,7 +36,7 @@ func store(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Opt
 	defer cancel()
 	rev, err := kv.Create(rctx, snap.Name, b)
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		return jsutil.Errorf(jsutil.ErrConflict, "snapshot %q exists already: choose another name, or remove it first with jsctl consumer snapshot rm %s", snap.Name, snap.Name)
+		return jsutil.Errorf(jsutil.ErrConflict, "snapshot %q exists already: choose another name, or remove it first with jsctl consumer snapshot rm %s --execute", snap.Name, snap.Name)
 	}
 	if err != nil {
 		// A refused write is never answered: name the refusal of this
@@ -196,6 +196,15 @@ func Remove(ctx context.Context, js jetstream.JetStream, name string, opts Optio
 	if err != nil {
 		return err
 	}
+	return RemoveRead(ctx, js, snap, opts)
+}
+
+// RemoveRead deletes the snapshot snap as it was read (Get): one saved
+// again under its name since (another revision) is left alone, an error
+// wrapping jsutil.ErrConflict, and so is one removed since.
+func RemoveRead(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Options) error {
+	opts = opts.withDefaults()
+	name := snap.Name
 	kv, err := openBucket(ctx, js, opts, 0)
 	if err != nil {
 		return fmt.Errorf("remove snapshot %q: %w", name, err)
@@ -204,7 +213,7 @@ func Remove(ctx context.Context, js jetstream.JetStream, name string, opts Optio
 	defer cancel()
 	if err := kv.Purge(rctx, name, jetstream.LastRevision(snap.Revision)); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return jsutil.Errorf(jsutil.ErrConflict, "remove snapshot %q: it changed while being removed; run the command again", name)
+			return jsutil.Errorf(jsutil.ErrConflict, "remove snapshot %q: it changed since it was read (saved again or removed); nothing removed: run the command again", name)
 		}
 		return jsutil.Wrap(err, "remove snapshot %q", name)
 	}

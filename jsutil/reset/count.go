@@ -97,6 +97,68 @@ func (p *planner) count(ctx context.Context, c *Change) error {
 	return nil
 }
 
+// noteNeverDelivered fills NeverDelivered: the messages within the
+// consumer's filters after its delivered sequence and before the target,
+// which a move there skips without the consumer ever having received them.
+// Where the target names a point to go back to (a time, a duration, a
+// sequence, the earliest message, the ack floor) the change warns: such a
+// "rewind" moves the consumer forward, typically one created after the
+// traffic. The targets that move forward by design (--to-latest,
+// --shift-by=+N, another consumer's position, the undo of a rewind) are
+// counted and not warned about.
+func (p *planner) noteNeverDelivered(ctx context.Context, c *Change, target Target) error {
+	seq := c.To.Sequence
+	zero := uint64(0)
+	c.NeverDelivered = &zero
+	if seq <= c.From.Delivered+1 {
+		return nil
+	}
+	// These counts' own notes (an upper bound) are said once already, by
+	// count's.
+	warned := len(c.Warnings)
+	a, err := p.countFrom(ctx, c, c.From.Delivered+1)
+	if err != nil {
+		return err
+	}
+	b, err := p.countFrom(ctx, c, seq)
+	if err != nil {
+		return err
+	}
+	c.Warnings = c.Warnings[:warned]
+	if a == nil || b == nil {
+		// Unknown: count's own warning says why; the move may still skip
+		// messages the consumer never received.
+		c.NeverDelivered = nil
+		switch target.Kind {
+		case ToTime, ByDuration, ToSeq, ToEarliest, ToAckFloor:
+			c.warn("this may move the consumer forward, not back: it has delivered up to sequence %d and the target is %d; how many messages it never received would be skipped is unknown",
+				c.From.Delivered, seq)
+		}
+		return nil
+	}
+	if *a <= *b {
+		return nil
+	}
+	n := *a - *b
+	c.NeverDelivered = &n
+	switch target.Kind {
+	case ToTime, ByDuration, ToSeq, ToEarliest, ToAckFloor:
+	default:
+		return nil
+	}
+	noun := "messages"
+	if n == 1 {
+		noun = "message"
+	}
+	count := fmt.Sprint(n)
+	if c.countsBound {
+		count = "at most " + count
+	}
+	c.warn("this moves the consumer forward, not back: it has delivered up to sequence %d, so the target %d skips %s %s it never received (without the move it would deliver them)",
+		c.From.Delivered, seq, count, noun)
+	return nil
+}
+
 // countFrom counts the messages matching the consumer's filters at or after
 // seq, with the cheapest exact method the stream allows:
 //
@@ -151,6 +213,7 @@ func (p *planner) countFiltered(ctx context.Context, c *Change, filters []string
 		}
 	case cfg.Retention == jetstream.WorkQueuePolicy:
 		n = bySeq
+		c.countsBound = true
 		c.warn("counted by sequence numbers (at most %d messages): on a work-queue stream only the stream's direct get (allow_direct) can count this consumer's messages, and this stream does not allow it", n)
 	default:
 		n, err = p.consumerCount(ctx, c, filters, seq)

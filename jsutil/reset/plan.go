@@ -91,6 +91,12 @@ type Change struct {
 	// (a warning says which): unknown, never an upper bound.
 	Redeliver *uint64 `json:"redeliver"`
 	Skip      *uint64 `json:"skip"`
+	// NeverDelivered counts, for a target after the consumer's delivered
+	// sequence, the skipped messages (within its filters) it never
+	// delivered at all: a "rewind" that moves it forward past them (see
+	// noteNeverDelivered). Zero otherwise; nil (null) when a count it
+	// needs is unknown.
+	NeverDelivered *uint64 `json:"never_delivered"`
 	// Applied and Verified say whether the change was made and whether
 	// consumer info then showed the next delivery at To.Sequence.
 	Applied             bool     `json:"applied"`
@@ -146,6 +152,9 @@ type Change struct {
 	proof     *consumerState
 	proofKind string
 	resetSeq  uint64
+	// countsBound says Redeliver, Skip and NeverDelivered are upper
+	// bounds (counted by sequence numbers, see countFrom).
+	countsBound bool
 	// unsure marks a change that may follow a server crash (see
 	// confirmCreate).
 	unsure bool
@@ -468,6 +477,9 @@ func (p *planner) complete(ctx context.Context, c *Change, target Target, seq ui
 		return err
 	}
 	if err := p.count(ctx, c); err != nil {
+		return err
+	}
+	if err := p.noteNeverDelivered(ctx, c, target); err != nil {
 		return err
 	}
 	if err := p.countAcks(ctx, c); err != nil {
