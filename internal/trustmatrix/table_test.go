@@ -1,0 +1,180 @@
+package trustmatrix
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func mirrorConfig(c *cell) jetstream.StreamConfig {
+	return jetstream.StreamConfig{Name: "M" + c.tok, Mirror: &jetstream.StreamSource{Name: c.S}}
+}
+
+// waitMirror waits, after the origin was recreated, for the mirror to hold
+// the 5 new messages too.
+func (c *cell) waitMirror() {
+	if c.vals["recreated"] != "" {
+		c.waitMsgs("M"+c.tok, 15)
+	}
+}
+
+// Outcome shorthands.
+var (
+	recreated  = "was deleted and created again since"
+	noEditHere = "the record holds positions of messages, not the consumer's configuration"
+)
+
+// matrix is every command that reads recorded state, with each fault's
+// expected outcome.
+func matrix() []row {
+	intentCells := func(recover bool) map[fault]expect {
+		return map[fault]expect{
+			fStream:     skip("created again"),
+			fSame:       skip("created again"),
+			fOtherCfg:   skip("created again"),
+			fEdited:     skip("changed"),
+			fUnparsable: skip("skipped record"),
+			fOtherObj:   skip("skipped record"),
+			fHostile:    skip("skipped record"),
+		}
+	}
+	rows := []row{
+		planRow("consumer reset --from-file (plan file)", "--to-seq", "3"),
+		planRow("consumer reset --to-consumer (plan file)", "--to-consumer", "d"),
+		historyRow(),
+		recordsRow(),
+	}
+	rec := intentRow("consumer recover", "consumer recover", func(c *cell) []string {
+		return []string{"consumer", "recover", c.S, "--execute"}
+	}, true)
+	rec.cells = intentCells(true)
+	ls := intentRow("consumer ls", "consumer ls", func(c *cell) []string { return []string{"consumer", "ls", c.S} }, false)
+	ls.cells = intentCells(false)
+	info := intentRow("consumer info", "consumer info", func(c *cell) []string { return []string{"consumer", "info", c.S, c.C} }, false)
+	info.cells = intentCells(false)
+	rows = append(rows, rec, ls, info)
+
+	hist := historyListRow()
+	hist.cells = map[fault]expect{
+		fStream:     skip("created again"),
+		fSame:       skip("created again"),
+		fOtherCfg:   skip("created again"),
+		fEdited:     notApplicable("history lists what was done; an edit since changes nothing in it"),
+		fUnparsable: skip("JSCTL_RESET_HISTORY"),
+		fOtherObj:   skip("JSCTL_RESET_HISTORY"),
+		fHostile:    skip("JSCTL_RESET_HISTORY"),
+	}
+	rows = append(rows, hist)
+
+	snapCells := func(restore bool) map[fault]expect {
+		m := map[fault]expect{
+			fStream:     skip(recreated),
+			fSame:       skip(recreated),
+			fOtherCfg:   skip(recreated),
+			fEdited:     skip("(!)"),
+			fUnparsable: skip("JSCTL_SNAPSHOTS"),
+			fOtherObj:   skip("JSCTL_SNAPSHOTS"),
+			fHostile:    skip("JSCTL_SNAPSHOTS"),
+		}
+		if restore {
+			m[fStream] = refuse(recreated)
+			m[fSame] = refuse(recreated)
+			m[fOtherCfg] = refuse(recreated)
+			m[fEdited] = refuse("changed")
+			m[fUnparsable] = refuseCode(5, "JSCTL_SNAPSHOTS")
+			m[fOtherObj] = refuseCode(5, "JSCTL_SNAPSHOTS")
+			m[fHostile] = refuseCode(5, "JSCTL_SNAPSHOTS")
+		}
+		return m
+	}
+	snapName := func(c *cell) string { return c.vals["snap"] }
+	listCells := snapCells(false)
+	for _, f := range []fault{fStream, fSame, fOtherCfg, fEdited} {
+		listCells[f] = notApplicable("ls lists the saved documents; it compares nothing with the consumers")
+	}
+	rows = append(rows,
+		snapshotRow("consumer snapshot show", "consumer snapshot show", false, func(c *cell) []string {
+			return []string{"consumer", "snapshot", "show", snapName(c)}
+		}, snapCells(false)),
+		snapshotRow("consumer snapshot restore", "consumer snapshot restore", false, func(c *cell) []string {
+			return []string{"consumer", "snapshot", "restore", snapName(c), "--execute"}
+		}, snapCells(true)),
+		snapshotRow("consumer snapshot ls", "consumer snapshot ls", false, func(c *cell) []string {
+			return []string{"consumer", "snapshot", "ls", c.S}
+		}, listCells),
+	)
+
+	rows = append(rows,
+		mirrorRow("seek --origin", "seek", func(c *cell) []string {
+			c.waitMirror()
+			return []string{"seek", "M" + c.tok, "--origin", c.S + ":3", "--json"}
+		}, func(c *cell, f fault, r result) {
+			var d struct {
+				Exact  bool   `json:"exact"`
+				Reason string `json:"reason"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &d); err != nil || d.Exact || !strings.Contains(d.Reason, "came from an earlier stream") {
+				c.t.Errorf("seek --origin into copies of the earlier origin: exact %v, reason %q (%v)", d.Exact, d.Reason, err)
+			}
+		}, expect{kind: skipped, says: ""}, false),
+		mirrorRow("consumer copy", "consumer copy", func(c *cell) []string {
+			c.waitMirror()
+			c.ack(c.S, c.C, 2)
+			return []string{"consumer", "copy", c.S, c.C, "--to-stream", "M" + c.tok, "--execute"}
+		}, nil, refuse("came from an earlier stream"), false),
+	)
+
+	cons := consumeRow()
+	cons.cells = map[fault]expect{
+		fStream:     skip("earlier"),
+		fSame:       holds("duplicates 5"),
+		fOtherCfg:   holds("duplicates 5"),
+		fEdited:     holds("processed 5"),
+		fUnparsable: skip("garbage"),
+		fOtherObj:   skip(""),
+		fHostile:    skip(""),
+	}
+	rows = append(rows, cons)
+
+	ackCells := func() map[fault]expect {
+		return map[fault]expect{
+			fStream:     skip("earlier"),
+			fSame:       skip("earlier"),
+			fOtherCfg:   skip("earlier"),
+			fEdited:     notApplicable(noEditHere),
+			fUnparsable: skip("garbage"),
+			fOtherObj:   skip(""),
+			fHostile:    skip(""),
+		}
+	}
+	ackRows := []row{
+		ackRow("acks get", "acks get", false, func(c *cell) []string { return []string{"acks", "get", scope(c), "--seq", "3"} }, nil),
+		ackRow("acks ls", "acks ls", false, func(c *cell) []string { return []string{"acks", "ls", "--scope", scope(c)} }, nil),
+		ackRow("acks stats", "acks stats", false, func(c *cell) []string { return []string{"acks", "stats", "--scope", scope(c)} }, nil),
+		ackRow("acks retry", "acks retry", true, func(c *cell) []string {
+			return []string{"acks", "retry", "--scope", scope(c), "--all-failed", "--exec", c.handlerLog(), "--execute"}
+		}, nil),
+		ackRow("acks forget", "acks forget", true, func(c *cell) []string {
+			return []string{"acks", "forget", "--scope", scope(c), "--from-seq", "2", "--to-seq", "3", "--execute"}
+		}, nil),
+		ackRow("acks compact", "acks compact", true, func(c *cell) []string {
+			return []string{"acks", "compact", "--scope", scope(c)}
+		}, nil),
+		ackRow("consumer check --failed-records-warn", "consumer check", false, func(c *cell) []string {
+			return []string{"consumer", "check", c.S, c.C, "--failed-records-warn", "0"}
+		}, nil),
+	}
+	for i := range ackRows {
+		ackRows[i].cells = ackCells()
+	}
+	rows = append(rows, ackRows...)
+	return rows
+}
+
+// holds: the record is still true of the object and is used as it is
+// (a done message of the same stream is not run again).
+func holds(says string) expect { return expect{kind: used, says: says} }
+
+var _ = fmt.Sprint
