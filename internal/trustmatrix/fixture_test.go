@@ -40,6 +40,9 @@ func startServer(t *testing.T) *server {
 	}
 	t.Cleanup(nc.Close)
 	sub, err := nc.Subscribe(">", func(m *nats.Msg) {
+		if strings.HasPrefix(m.Reply, "$JS.ACK.") {
+			return // a message JetStream delivers (to an inbox, under its own subject): no one published it now
+		}
 		s.mu.Lock()
 		s.seen = append(s.seen, m.Subject)
 		s.mu.Unlock()

@@ -206,6 +206,12 @@ func runCell(t *testing.T, srv *server, tok string, r row, f fault, e expect) {
 	} else if w := writes(res.published, true); len(w) > 0 {
 		t.Errorf("published %v:\n%s", w, res)
 	}
+	if e.kind == used && f == fEdited {
+		// The record is used on the edited object: the edit stays.
+		if ci := c.info(c.S, c.C); ci == nil || ci.Config.Description != "edited by an operator" || ci.Config.MaxAckPending != 77 {
+			t.Errorf("the edit of %s was not kept: %+v\n%s", c.C, ci, res)
+		}
+	}
 	if r.check != nil {
 		r.check(c, f, res)
 	}

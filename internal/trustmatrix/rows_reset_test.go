@@ -67,14 +67,14 @@ func hostileChange(c *cell, ch map[string]any) {
 
 // planRow: a plan exported by `consumer reset ... --export FILE`, applied
 // later with --from-file --execute. target are the target flags.
-func planRow(name string, target ...string) row {
+func planRow(name string, target func(other string) []string) row {
 	return row{
 		name: name, command: "consumer reset",
 		record: func(c *cell) {
 			c.base()
 			c.file = c.path("plan.json")
-			c.must(append(append([]string{"consumer", "reset", c.S, c.C}, target...), "--export", c.file)...)
-			c.must(append(append([]string{"consumer", "reset", c.S, c.D}, target...), "--export", c.file+".other")...)
+			c.must(append(append([]string{"consumer", "reset", c.S, c.C}, target(c.D)...), "--export", c.file)...)
+			c.must(append(append([]string{"consumer", "reset", c.S, c.D}, target(c.C)...), "--export", c.file+".other")...)
 		},
 		use: func(c *cell) []string { return []string{"consumer", "reset", "--from-file", c.file, "--execute"} },
 		other: func(c *cell) {
@@ -104,10 +104,10 @@ func planRow(name string, target ...string) row {
 			fStream:     refuse("was deleted and created again since"),
 			fSame:       refuse("was deleted and created again since"),
 			fOtherCfg:   refuse("was deleted and created again since"),
-			fEdited:     refuse("changed"),
+			fEdited:     holds("verified"),
 			fUnparsable: refuseCode(2, "plan"),
 			fOtherObj:   refuse("was deleted and created again since"),
-			fHostile:    refuse(""),
+			fHostile:    refuseCode(2, "lies in the future"),
 		},
 	}
 }
@@ -130,10 +130,10 @@ func historyRow() row {
 			fStream:     refuse("was deleted and created again since"),
 			fSame:       refuse("was deleted and created again since"),
 			fOtherCfg:   refuse("was deleted and created again since"),
-			fEdited:     refuse("changed"),
-			fUnparsable: refuse("JSCTL_RESET_HISTORY"),
-			fOtherObj:   refuse("JSCTL_RESET_HISTORY"),
-			fHostile:    refuse("JSCTL_RESET_HISTORY"),
+			fEdited:     holds("verified"),
+			fUnparsable: refuseCode(2, "its latest history record cannot be used"),
+			fOtherObj:   refuseCode(2, "stored under another consumer's key"),
+			fHostile:    refuseCode(2, "lies in the future"),
 		},
 	}
 }

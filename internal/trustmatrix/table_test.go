@@ -41,8 +41,8 @@ func matrix() []row {
 		}
 	}
 	rows := []row{
-		planRow("consumer reset --from-file (plan file)", "--to-seq", "3"),
-		planRow("consumer reset --to-consumer (plan file)", "--to-consumer", "d"),
+		planRow("consumer reset --from-file (plan file)", func(string) []string { return []string{"--to-seq", "3"} }),
+		planRow("consumer reset --to-consumer (plan file)", func(other string) []string { return []string{"--to-consumer", other} }),
 		historyRow(),
 		recordsRow(),
 	}
