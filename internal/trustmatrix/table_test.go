@@ -106,6 +106,31 @@ func matrix() []row {
 		}, listCells),
 	)
 
+	rm := snapshotRow("consumer snapshot rm", "consumer snapshot rm", true, func(c *cell) []string {
+		return []string{"consumer", "snapshot", "rm", snapName(c)}
+	}, nil)
+	rm.cells = map[fault]expect{}
+	for _, f := range []fault{fStream, fSame, fOtherCfg, fEdited} {
+		rm.cells[f] = notApplicable("rm removes the named document; it compares nothing with the consumers")
+	}
+	for _, f := range []fault{fUnparsable, fOtherObj, fHostile} {
+		rm.cells[f] = holds("")
+	}
+	rm.check = func(c *cell, f fault, r result) {
+		if c.kvGet(c.bucket, c.key) != nil || c.kvGet(c.bucket, c.otherKey) == nil {
+			c.t.Errorf("rm %s: want that key gone and %s kept:\n%s", c.key, c.otherKey, r)
+		}
+	}
+	save := ackRow("consumer snapshot save", "consumer snapshot save", true, func(c *cell) []string {
+		return []string{"consumer", "snapshot", "save", "n" + strings.ToLower(c.tok), c.S, c.C}
+	}, func(c *cell, f fault, r result) {
+		if c.kvGet("JSCTL_SNAPSHOTS", "n"+strings.ToLower(c.tok)) == nil {
+			c.t.Errorf("no snapshot saved:\n%s", r)
+		}
+	})
+	save.cells = ackCellsFor()
+	rows = append(rows, rm, save)
+
 	rows = append(rows,
 		mirrorRow("seek --origin", "seek", func(c *cell) []string {
 			c.waitMirror()
@@ -138,17 +163,7 @@ func matrix() []row {
 	}
 	rows = append(rows, cons)
 
-	ackCells := func() map[fault]expect {
-		return map[fault]expect{
-			fStream:     skip("earlier"),
-			fSame:       skip("earlier"),
-			fOtherCfg:   skip("earlier"),
-			fEdited:     notApplicable(noEditHere),
-			fUnparsable: skip("garbage"),
-			fOtherObj:   skip(""),
-			fHostile:    skip(""),
-		}
-	}
+	ackCells := ackCellsFor
 	ackRows := []row{
 		ackRow("acks get", "acks get", false, func(c *cell) []string { return []string{"acks", "get", scope(c), "--seq", "3"} }, nil),
 		ackRow("acks ls", "acks ls", false, func(c *cell) []string { return []string{"acks", "ls", "--scope", scope(c)} }, nil),
@@ -171,6 +186,18 @@ func matrix() []row {
 	}
 	rows = append(rows, ackRows...)
 	return rows
+}
+
+func ackCellsFor() map[fault]expect {
+	return map[fault]expect{
+		fStream:     skip("earlier"),
+		fSame:       skip("earlier"),
+		fOtherCfg:   skip("earlier"),
+		fEdited:     notApplicable(noEditHere),
+		fUnparsable: skip("garbage"),
+		fOtherObj:   skip(""),
+		fHostile:    skip(""),
+	}
 }
 
 // holds: the record is still true of the object and is used as it is
