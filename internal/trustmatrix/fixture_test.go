@@ -101,8 +101,11 @@ type cell struct {
 	bucket, key, otherKey string
 	// file is a recorded file (a plan), when the row reads one.
 	file string
-	// vals holds what a row's record step wants its check to know.
+	// vals holds what a row's record step wants its check to know (and
+	// "fault", the cell's).
 	vals map[string]string
+	// before and after are the states around the run.
+	before, after state
 }
 
 func (c *cell) ctx() context.Context {
@@ -188,7 +191,13 @@ func (c *cell) stream(name string, n int, prefix string) {
 
 func (c *cell) publish(stream string, n int, prefix string) {
 	c.t.Helper()
-	for i := 1; i <= n; i++ {
+	c.publishFrom(stream, 1, n, prefix)
+}
+
+// publishFrom publishes prefix-from..to to stream.
+func (c *cell) publishFrom(stream string, from, to int, prefix string) {
+	c.t.Helper()
+	for i := from; i <= to; i++ {
 		id := fmt.Sprintf("%s-%d", prefix, i)
 		m := nats.NewMsg(strings.ToLower(stream) + ".a")
 		m.Data = []byte(id)

@@ -158,7 +158,7 @@ func TestTrustMatrix(t *testing.T) {
 }
 
 func runCell(t *testing.T, srv *server, tok string, r row, f fault, e expect) {
-	c := &cell{t: t, srv: srv, js: srv.js, tok: tok, home: t.TempDir(), S: "S" + tok, C: "c", D: "d", vals: map[string]string{}}
+	c := &cell{t: t, srv: srv, js: srv.js, tok: tok, home: t.TempDir(), S: "S" + tok, C: "c", D: "d", vals: map[string]string{"fault": string(f)}}
 	r.record(c)
 	switch f {
 	case fStream:
@@ -184,9 +184,11 @@ func runCell(t *testing.T, srv *server, tok string, r row, f fault, e expect) {
 	if r.streams != nil {
 		streams = r.streams(c)
 	}
+	args := r.use(c)
 	before := c.state(streams...)
-	res := c.run(r.use(c)...)
+	res := c.run(args...)
 	after := c.state(streams...)
+	c.before, c.after = before, after
 	if res.code != e.code {
 		t.Fatalf("want %s, got exit %d:\n%s", e, res.code, res)
 	}
@@ -200,10 +202,10 @@ func runCell(t *testing.T, srv *server, tok string, r row, f fault, e expect) {
 		if d := before.diff(after); len(d) > 0 {
 			t.Errorf("changed:\n  %s\n%s", strings.Join(d, "\n  "), res)
 		}
-		if w := writes(res.published, false); len(w) > 0 {
+		if w := writes(res.published, tok, false); len(w) > 0 {
 			t.Errorf("published %v:\n%s", w, res)
 		}
-	} else if w := writes(res.published, true); len(w) > 0 {
+	} else if w := writes(res.published, tok, true); len(w) > 0 {
 		t.Errorf("published %v:\n%s", w, res)
 	}
 	if e.kind == used && f == fEdited {
@@ -220,10 +222,10 @@ func runCell(t *testing.T, srv *server, tok string, r row, f fault, e expect) {
 // writes lists the subjects among published that change something: any
 // subject naming the cell's victim (V<tok>), and, unless records, every
 // change of a stream, a consumer or a KV record.
-func writes(published []string, records bool) []string {
+func writes(published []string, tok string, records bool) []string {
 	var out []string
 	for _, s := range published {
-		victim := strings.Contains(s, ".V") || strings.Contains(s, "victim")
+		victim := strings.Contains(s, "V"+tok)
 		change := strings.HasPrefix(s, "$KV.") || strings.HasPrefix(s, "$JS.ACK.") ||
 			strings.HasPrefix(s, "$JS.API.STREAM.DELETE.") || strings.HasPrefix(s, "$JS.API.STREAM.PURGE.") || strings.HasPrefix(s, "$JS.API.STREAM.UPDATE.")
 		for _, v := range []string{"CREATE", "DELETE", "RESET", "PAUSE"} {

@@ -117,7 +117,11 @@ func consumeRow() row {
 			c.bucket, c.key = acksBucket, c.ackKey(c.C, 3)
 		},
 		use: func(c *cell) []string {
-			return []string{"consume", c.S, c.C, "--exec", c.handlerLog(), "--max", "5", "--no-progress"}
+			max := "5" // more-1..5 (second-1..5 on a recreated stream)
+			if f := fault(c.vals["fault"]); f == fSame || f == fOtherCfg {
+				max = "10" // a new consumer is delivered first-1..5 again
+			}
+			return []string{"consume", c.S, c.C, "--exec", c.handlerLog(), "--max", max, "--no-progress"}
 		},
 		other: func(c *cell) {
 			// Message 3's record of D's scope, for message 7 of C's (the

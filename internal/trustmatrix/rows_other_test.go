@@ -23,9 +23,9 @@ func hostileWalk(c *cell, v any) any {
 				x[k] = hostileWalk(c, e)
 			}
 		}
-		for _, k := range []string{"floor", "ack_floor", "delivered", "sequence", "stream_seq", "consumer_seq", "seq", "last_seq"} {
-			if _, ok := x[k]; ok {
-				x[k] = huge
+		for _, k := range []string{"floor", "ack_floor", "delivered", "sequence", "stream_seq", "consumer_seq", "seq", "last_seq", "first_seq"} {
+			if _, ok := x[k].(json.Number); ok {
+				x[k] = huge // the shape is kept: a number stays a number
 			}
 		}
 		return x
@@ -105,5 +105,3 @@ func historyListRow() row {
 		hostile: func(c *cell) { c.hostileDoc() },
 	}
 }
-
-var _ = json.Marshal
