@@ -344,6 +344,11 @@ func (c *cell) state(streams ...string) state {
 		for ci := range l.Info() {
 			cfg := ci.Config
 			cfg.PauseUntil = nil
+			for k := range cfg.Metadata {
+				if strings.HasPrefix(k, "_nats.") {
+					delete(cfg.Metadata, k) // the server's own (API level), not the consumer's configuration
+				}
+			}
 			b, _ := json.Marshal(cfg)
 			st[sn+"/"+ci.Name] = fmt.Sprintf("created %s, delivered %d, ack floor %d, paused %v, config %s",
 				ci.Created.UTC().Format(time.RFC3339Nano), ci.Delivered.Stream, ci.AckFloor.Stream, ci.Paused, b)

@@ -192,6 +192,7 @@ func runCell(t *testing.T, srv *server, tok string, r row, f fault, e expect) {
 	if res.code != e.code {
 		t.Fatalf("want %s, got exit %d:\n%s", e, res.code, res)
 	}
+	e.says = strings.ReplaceAll(e.says, "{key}", c.key)
 	if e.says != "" && !strings.Contains(res.stderr, e.says) && !strings.Contains(res.stdout, e.says) {
 		t.Errorf("want %s saying %q:\n%s", e, e.says, res)
 	}
