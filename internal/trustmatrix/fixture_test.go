@@ -126,22 +126,16 @@ func (r result) String() string {
 	return fmt.Sprintf("jsctl %s: exit %d\nstdout:\n%s\nstderr:\n%s\npublished: %v", strings.Join(r.args, " "), r.code, r.stdout, r.stderr, r.published)
 }
 
-// runLimit bounds one jsctl run.
-const runLimit = 60 * time.Second
-
-// run runs jsctl to the end, with a clean environment against the cell's
-// server.
-func (c *cell) run(args ...string) result {
-	c.t.Helper()
-	bin := os.Getenv(jsctlBinEnv)
-	if bin == "" {
-		bin = os.Args[0]
+// jsctlBin is the jsctl the cells run.
+func jsctlBin() string {
+	if bin := os.Getenv(jsctlBinEnv); bin != "" {
+		return bin
 	}
-	// A run that does not end is a hang: ended after runLimit, and the
-	// cell fails with what it printed.
-	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	return os.Args[0]
+}
+
+// environ is a clean environment for jsctl against the cell's server.
+func (c *cell) environ() []string {
 	var environ []string
 	race := "atexit_sleep_ms=0"
 	for _, kv := range os.Environ() {
@@ -152,8 +146,23 @@ func (c *cell) run(args ...string) result {
 			environ = append(environ, kv)
 		}
 	}
-	cmd.Env = append(environ, jsctlEnv+"=1", "GORACE="+race, "NATS_URL="+c.srv.proc.URL(), "HOME="+c.home,
+	return append(environ, jsctlEnv+"=1", "GORACE="+race, "NATS_URL="+c.srv.proc.URL(), "HOME="+c.home,
 		"XDG_CONFIG_HOME="+filepath.Join(c.home, ".config"), "JSCTL_TZ=UTC")
+}
+
+// runLimit bounds one jsctl run.
+const runLimit = 60 * time.Second
+
+// run runs jsctl to the end, with a clean environment against the cell's
+// server.
+func (c *cell) run(args ...string) result {
+	c.t.Helper()
+	// A run that does not end is a hang: ended after runLimit, and the
+	// cell fails with what it printed.
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, jsctlBin(), args...)
+	cmd.Env = c.environ()
 	cmd.Dir = c.home
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

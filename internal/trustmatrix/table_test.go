@@ -213,6 +213,7 @@ func matrix() []row {
 		ackRows[i].cells = ackCells()
 	}
 	rows = append(rows, ackRows...)
+	rows = append(rows, pickRows()...)
 	return rows
 }
 
