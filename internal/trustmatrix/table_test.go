@@ -182,11 +182,11 @@ func matrix() []row {
 	cons := consumeRow()
 	cons.cells = map[fault]expect{
 		fStream:     skip("earlier"),
-		fSame:       holds("duplicates 5"),
-		fOtherCfg:   holds("duplicates 5"),
+		fSame:       holds("processed 5, duplicates skipped 5"),
+		fOtherCfg:   holds("processed 5, duplicates skipped 5"),
 		fEdited:     holds("processed 5"),
 		fUnparsable: skip("garbage"),
-		fOtherObj:   skip(""),
+		fOtherObj:   skip("with a different payload; skipped as a duplicate"),
 		fHostile:    skip(""),
 	}
 	rows = append(rows, cons)
