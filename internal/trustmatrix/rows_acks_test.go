@@ -68,15 +68,28 @@ func hostileAck(c *cell, m map[string]any) {
 }
 
 // acksBase makes S with 10 messages (first-1..10); consume runs C and D
-// over the first done of them.
+// over the first done of them, keyed by stream sequence (records that a
+// recreated stream makes false: its sequence 3 is another message).
 func (c *cell) acksBase(done int) {
+	c.t.Helper()
+	c.acksBaseExec(done, "true")
+}
+
+// acksBaseExec is acksBase with handler exec; with failingThree, message
+// 3 fails for good (a final failed record, as acks retry reads).
+func (c *cell) acksBaseExec(done int, exec string) {
 	c.t.Helper()
 	c.stream(c.S, 10, "first")
 	for _, n := range []string{c.C, c.D} {
 		c.consumer(c.S, n)
-		c.must("consume", c.S, n, "--exec", "true", "--max", strconv.Itoa(done), "--no-progress")
+		r := c.run("consume", c.S, n, "--exec", exec, "--max", strconv.Itoa(done), "--key", "seq", "--max-failures", "1", "--no-progress")
+		if r.code != 0 && (exec == "true" || r.code != 1) {
+			c.t.Fatalf("record step failed: %s", r)
+		}
 	}
 	c.ackRecordKeys()
+	// Another object's record: message 5's, of D's scope.
+	c.otherKey = c.ackKey(c.D, 5)
 }
 
 // handlerLog is a consume --exec that appends JSCTL_SEQ to a file of the
@@ -90,11 +103,25 @@ func (c *cell) ran() []string {
 	return f
 }
 
-// ackRow is an acks command reading the records of C's scope.
+// failingThree is a handler that fails message 3.
+const failingThree = `test "$JSCTL_SEQ" != 3`
+
+// ackRow is an acks command reading the records of C's scope: 10 done
+// (sequence keys); with failing, message 3's record is failed for good.
 func ackRow(name, command string, acts bool, use func(c *cell) []string, check func(c *cell, f fault, r result)) row {
+	return ackRowOf(name, command, false, acts, use, check)
+}
+
+func ackRowOf(name, command string, failing, acts bool, use func(c *cell) []string, check func(c *cell, f fault, r result)) row {
 	return row{
 		name: name, command: command, acts: acts,
-		record:  func(c *cell) { c.acksBase(10) },
+		record: func(c *cell) {
+			if failing {
+				c.acksBaseExec(10, failingThree)
+				return
+			}
+			c.acksBase(10)
+		},
 		use:     use,
 		check:   check,
 		hostile: func(c *cell) { c.editRecord(func(m map[string]any) { hostileAck(c, m) }) },
@@ -115,6 +142,9 @@ func consumeRow() row {
 			}
 			c.publish(c.S, 5, "more")
 			c.bucket, c.key = acksBucket, c.ackKey(c.C, 3)
+			// The record that does not parse is message 7's, which this
+			// run is delivered.
+			c.vals["garbage"] = strings.Replace(c.key, "first-3", "more-2", 1)
 		},
 		use: func(c *cell) []string {
 			max := "5" // more-1..5 (second-1..5 on a recreated stream)
@@ -144,7 +174,7 @@ func consumeRow() row {
 			switch f {
 			case fStream:
 				want = "1,2,3,4,5" // second-1..5, never seen
-			case fHostile:
+			case fHostile, fUnparsable:
 				want = "10,6,8,9" // 7 is left for acks retry
 			case fOtherObj:
 				// Message 3's record under message 7's key: its payload is

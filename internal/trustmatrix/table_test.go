@@ -181,13 +181,18 @@ func matrix() []row {
 
 	cons := consumeRow()
 	cons.cells = map[fault]expect{
-		fStream:     skip("earlier"),
-		fSame:       holds("processed 5, duplicates skipped 5"),
-		fOtherCfg:   holds("processed 5, duplicates skipped 5"),
-		fEdited:     holds("processed 5"),
-		fUnparsable: skip("garbage"),
+		fStream:   skip("earlier"),
+		fSame:     holds("processed 5, duplicates skipped 5"),
+		fOtherCfg: holds("processed 5, duplicates skipped 5"),
+		fEdited:   holds("processed 5"),
+		// Message 7's record does not parse: reported, message 7 is not
+		// run (nothing proves it was not done) and fails (exit 1), the
+		// others run.
+		fUnparsable: skipCode(1, "is corrupt"),
 		fOtherObj:   skip("with a different payload; skipped as a duplicate"),
-		fHostile:    skip(""),
+		// Message 7's forged dead letter is not published; it is left
+		// for acks retry (exit 1: it failed in this run).
+		fHostile: skipCode(1, "cannot be published"),
 	}
 	rows = append(rows, cons)
 
@@ -196,22 +201,43 @@ func matrix() []row {
 		ackRow("acks get", "acks get", false, func(c *cell) []string { return []string{"acks", "get", scope(c), "--seq", "3"} }, nil),
 		ackRow("acks ls", "acks ls", false, func(c *cell) []string { return []string{"acks", "ls", "--scope", scope(c)} }, nil),
 		ackRow("acks stats", "acks stats", false, func(c *cell) []string { return []string{"acks", "stats", "--scope", scope(c)} }, nil),
-		ackRow("acks retry", "acks retry", true, func(c *cell) []string {
+		ackRowOf("acks retry", "acks retry", true, true, func(c *cell) []string {
 			return []string{"acks", "retry", "--scope", scope(c), "--all-failed", "--exec", c.handlerLog(), "--execute"}
-		}, nil),
+		}, func(c *cell, f fault, r result) {
+			// Message 3 runs again only where its failed record is of
+			// this stream's message 3.
+			want := map[fault]string{fSame: "3", fOtherCfg: "3", fHostile: "3"}[f]
+			if got := strings.Join(c.ran(), ","); got != want {
+				c.t.Errorf("acks retry ran %q, want %q:\n%s", got, want, r)
+			}
+		}),
 		ackRow("acks forget", "acks forget", true, func(c *cell) []string {
 			return []string{"acks", "forget", "--scope", scope(c), "--from-seq", "2", "--to-seq", "3", "--execute"}
 		}, nil),
 		ackRow("acks compact", "acks compact", true, func(c *cell) []string {
 			return []string{"acks", "compact", "--scope", scope(c)}
 		}, nil),
-		ackRow("consumer check --failed-records-warn", "consumer check", false, func(c *cell) []string {
+		ackRowOf("consumer check --failed-records-warn", "consumer check", true, false, func(c *cell) []string {
 			return []string{"consumer", "check", c.S, c.C, "--failed-records-warn", "0"}
 		}, nil),
 	}
 	for i := range ackRows {
 		ackRows[i].cells = ackCells()
 	}
+	// What each shows of a hostile record: the values as data.
+	for i, code := range []int{0, 0, 0} {
+		ackRows[i].cells[fHostile] = shown(code)
+	}
+	ackRows[0].cells[fUnparsable] = skipCode(3, `ack record "{key}"`) // the one record asked for is unreadable: not found
+	ackRows[3].cells[fHostile] = skip("")                             // its dead letter goes only to --dead-letter
+	ackRows[4].cells[fHostile] = holds("")                            // forgotten, as asked
+	ackRows[5].cells[fHostile] = holds("")                            // a failed record is not compacted
+	// A failed record of the consumer's scope: a warning (exit 1), as
+	// it says; the stream recreated, the earlier stream's failed record
+	// is not this stream's.
+	ackRows[6].cells[fHostile] = shown(1)
+	ackRows[6].cells[fSame] = expect{kind: used, code: 1, says: "failed records 1 > 0"}
+	ackRows[6].cells[fOtherCfg] = expect{kind: used, code: 1, says: "failed records 1 > 0"}
 	rows = append(rows, ackRows...)
 	rows = append(rows, pickRows()...)
 	return rows
@@ -219,15 +245,17 @@ func matrix() []row {
 
 func ackCellsFor() map[fault]expect {
 	return map[fault]expect{
-		fStream: skip("earlier"),
+		fStream: skip("proves nothing"),
 		// The stream is the same: a done record of its message stays true
 		// whichever consumer delivered it.
 		fSame:       holds(""),
 		fOtherCfg:   holds(""),
 		fEdited:     notApplicable(noEditHere),
-		fUnparsable: skip("garbage"),
-		fOtherObj:   skip(""),
-		fHostile:    skip(""),
+		fUnparsable: skip(`ack record "{key}"`),
+		// Message 5's record of D's scope under C's key of message 3:
+		// it is not message 3's, and is named as such.
+		fOtherObj: skip(`"{key}"`),
+		fHostile:  shown(0),
 	}
 }
 
