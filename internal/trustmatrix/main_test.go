@@ -36,7 +36,10 @@ const jsctlEnv = "JSCTL_TRUSTMATRIX_JSCTL"
 // not under JSCTL_TEST_RACE_CLI=1).
 const jsctlBinEnv = "JSCTL_TRUSTMATRIX_BIN"
 
-var update = flag.Bool("update", false, "rewrite the matrix in docs/guarantees.md")
+var (
+	update = flag.Bool("update", false, "rewrite the matrix in docs/guarantees.md")
+	show   = flag.Bool("show", false, "log every cell's run (what jsctl printed and published)")
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(jsctlEnv) == "1" {

@@ -195,6 +195,9 @@ func runCell(t *testing.T, srv *server, tok string, r row, f fault, e expect) {
 	}
 	after := c.state(streams...)
 	c.before, c.after = before, after
+	if *show {
+		t.Logf("%s", res)
+	}
 	if res.code != e.code {
 		t.Fatalf("want %s, got exit %d:\n%s", e, res.code, res)
 	}
