@@ -124,21 +124,12 @@ func TestTrustMatrix(t *testing.T) {
 	start := time.Now()
 	const nServers = 3
 	var servers [nServers]*server
-	var wg sync.WaitGroup
 	for i := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			servers[i] = startServer(t)
-		}()
+		servers[i] = startServer(t)
+		warmBuckets(t, servers[i])
 	}
-	wg.Wait()
-	for _, s := range servers {
-		if s == nil {
-			t.FailNow()
-		}
-	}
-	sem := make(chan struct{}, 6)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
 	n := 0
 	var mu sync.Mutex
 	counts := map[string]int{}
@@ -174,6 +165,23 @@ func TestTrustMatrix(t *testing.T) {
 	t.Logf("SUMMARY trust matrix: %d cells run (%d pass, %d fail) on %d servers in %s", n-counts["filtered"], counts["pass"], counts["fail"], nServers, time.Since(start).Round(10*time.Millisecond))
 }
 
+// warmBuckets has jsctl create its four buckets on s, as their users
+// would, before the cells run at once (no cell races another to create
+// one, and every bucket has jsctl's own configuration).
+func warmBuckets(t *testing.T, s *server) {
+	t.Helper()
+	c := &cell{t: t, srv: s, js: s.js, tok: "W", home: t.TempDir(), S: "WARM", C: "w", vals: map[string]string{}}
+	c.stream(c.S, 2, "warm")
+	c.consumer(c.S, c.C)
+	for _, args := range [][]string{
+		{"consume", c.S, c.C, "--exec", "true", "--max", "1", "--no-progress"},
+		{"consumer", "reset", c.S, c.C, "--to-seq", "1", "--execute"},
+		{"consumer", "snapshot", "save", "warm", c.S, c.C},
+	} {
+		c.must(args...)
+	}
+}
+
 func runCell(t *testing.T, srv *server, tok string, r row, f fault, e expect) {
 	c := &cell{t: t, srv: srv, js: srv.js, tok: tok, home: t.TempDir(), S: "S" + tok, C: "c", D: "d", vals: map[string]string{"fault": string(f)}}
 	r.record(c)
@@ -190,8 +198,10 @@ func runCell(t *testing.T, srv *server, tok string, r row, f fault, e expect) {
 	if r.runWith != nil {
 		res = r.runWith(c, inject)
 	} else {
-		inject()
-		res = c.run(r.use(c)...)
+		c.inject(r, f)
+		args := r.use(c) // may still prepare (publish, wait for a mirror)
+		before = c.state(streams...)
+		res = c.run(args...)
 	}
 	after := c.state(streams...)
 	c.before, c.after = before, after
