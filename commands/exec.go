@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os/exec"
 	"strconv"
@@ -63,6 +64,16 @@ func (c execHandler) runExec(ctx context.Context, d acks.Delivery, out io.Writer
 	done()
 	if lingered {
 		c.lingered.add(d.Seq)
+	}
+	return c.run.exitErr(err)
+}
+
+// exitErr is exitErr for this run: a program started without a shell
+// that is gone when its turn comes fails as the shell's "not found" (exit
+// status 127) would have, as the command's own failure.
+func (r handlerRun) exitErr(err error) error {
+	if len(r.argv) > 0 && errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("command not found: %s (exit status 127, as a shell reports it)", r.argv[0])
 	}
 	return exitErr(err)
 }
@@ -141,7 +152,7 @@ func (c execHandler) runBatch(ctx context.Context, ds []acks.Delivery, out io.Wr
 		}
 	}
 	if err != nil {
-		return nil, exitErr(err)
+		return nil, c.run.exitErr(err)
 	}
 	if cut {
 		// Its result lines may be among what was cut: its exit status

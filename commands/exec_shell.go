@@ -26,10 +26,16 @@ type shellFlag struct {
 	Shell string `name:"shell" env:"JSCTL_SHELL" placeholder:"PROGRAM [OPTION...]" help:"Shell that runs CMD, with the options that come before it (split at spaces; CMD is passed as one more argument). Default: sh -c; on Windows cmd /d /s /c."`
 }
 
-// handlerRun is how CMD runs: through --shell, or the platform's shell.
+// handlerRun is how CMD runs: through --shell; or, without it, as a
+// program and its arguments when the line is plain words (directArgv),
+// else through the platform's shell.
 func (f shellFlag) handlerRun(line string) (handlerRun, error) {
 	shell := defaultShell()
-	if f.Shell != "" {
+	if f.Shell == "" {
+		if argv := directArgv(line); argv != nil {
+			return handlerRun{shell: shell, line: line, argv: argv}, nil
+		}
+	} else {
 		shell = strings.Fields(f.Shell)
 		if len(shell) == 0 {
 			return handlerRun{}, jsutil.Errorf(jsutil.ErrBadInput, "--shell names no program: give one, such as --shell 'bash -c' or --shell 'pwsh -NoProfile -Command'")

@@ -20,6 +20,7 @@ import (
 // consumers whose names hold control characters (the server accepts them)
 // are checked, saved and restored, and printed escaped.
 func TestBadRecordAndOddNames(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	odd := []string{"odd\x01name", "esc\x1b[31m"}
 	for _, n := range append([]string{"p1"}, odd...) {

@@ -38,6 +38,7 @@ const consumeHandler = `echo "start $JSCTL_SEQ $RUN_ID" >> "$HANDLER_LOG"; sleep
 // write was not yet confirmed, is not marked done; at most 2 × workers).
 // It prints how long each election took.
 func TestConsumeClusterLeaderKills(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	if testing.Short() {
 		t.Skip("chaos suite: runs real processes")
 	}

@@ -20,6 +20,7 @@ import (
 // consumes 3 messages. recover must leave their consumer alone (it is not
 // the one the change found, nor one it created) and say so.
 func TestRecoverLeavesSomeoneElsesConsumer(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	cfg := jetstream.ConsumerConfig{Durable: "p1", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute}
 	cons, err := e.js.CreateConsumer(e.ctx(), "ORDERS", cfg)
@@ -96,6 +97,7 @@ func TestRecoverLeavesSomeoneElsesConsumer(t *testing.T) {
 // --by-time restores the position by its saved time: every new message is
 // after it, so the consumer delivers all 10.
 func TestRestoreRefusesRecreatedStream(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	cfg := jetstream.ConsumerConfig{Durable: "c1", AckPolicy: jetstream.AckExplicitPolicy}
 	fresh := jetstream.ConsumerConfig{Durable: "c2", AckPolicy: jetstream.AckExplicitPolicy}

@@ -30,6 +30,7 @@ import (
 // unless --allow-inexact, and then delivers the first copy of the new O.
 // On S every position is exact (the identity in Nats-Stream-Source).
 func TestFailoverRecreatedOrigin(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	for _, cfg := range []jetstream.StreamConfig{
 		{Name: "O", Subjects: []string{"o.a"}},
@@ -162,6 +163,7 @@ func TestFailoverRecreatedOrigin(t *testing.T) {
 // naming both creation times, and the new consumer does not move. The
 // control (the same consumer) undoes the reset.
 func TestToPreviousRecreated(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	cfg := jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy}
 	add := func() *jetstream.ConsumerInfo {
@@ -237,6 +239,7 @@ func TestToPreviousRecreated(t *testing.T) {
 // the plan, the full configuration it would create with the hostile
 // fields called out, before anything is created.
 func TestRecoverComparesBeforeActing(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	cfg := jetstream.ConsumerConfig{Durable: "p1", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute}
 	cons, err := e.js.CreateConsumer(e.ctx(), "ORDERS", cfg)
@@ -407,6 +410,7 @@ func mustJSON(v any) string {
 // itself "pre-deploy" is listed, shown and restored as "nightly", with a
 // warning, and the real "pre-deploy" is listed once.
 func TestRecordsNamedOtherwise(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	if _, err := e.js.CreateConsumer(e.ctx(), "ORDERS", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)

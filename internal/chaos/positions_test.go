@@ -97,6 +97,7 @@ func (e *env) moveAll(seq uint64) {
 // and none may be left paused; a whole restore then brings every consumer
 // back to its saved ack floor + 1.
 func TestKillJsctlDuringRestore(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	names := e.richConsumers(8, false)
 	e.moveAll(120)
@@ -208,6 +209,7 @@ func (l *livePullers) close() {
 // recreate). After `consumer recover --execute` no consumer may be lost,
 // none may have another configuration, and none may be left paused.
 func TestKillJsctlDuringPausedReset(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	names := e.richConsumers(8, false)
 	before := e.configs(names)

@@ -21,6 +21,7 @@ import (
 //     are stored (their IDs do not repeat the first bucket's), and the
 //     records name their own.
 func TestRecordsRealServer(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	ctx := testserver.Context(t, 2*time.Minute)
 	for _, name := range []string{"z1", "d1", "d2"} {

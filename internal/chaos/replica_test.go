@@ -27,6 +27,7 @@ import (
 // finished by consumer recover, and a snapshot saved on the origin is
 // restored on the sourcing stream.
 func TestCopyToReplicasOneServer(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	if testing.Short() {
 		t.Skip("chaos suite: runs real processes")
 	}
@@ -100,6 +101,7 @@ func TestCopyToReplicasOneServer(t *testing.T) {
 // a connection to the leaf itself (--to-server). Last, with the hub killed
 // too, a snapshot exported before is restored on the leaf from its file.
 func TestCopyToLeafMirror(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	if testing.Short() {
 		t.Skip("chaos suite: runs real processes")
 	}

@@ -20,6 +20,7 @@ import (
 // --execute` no consumer may be lost and none may have another
 // configuration (apart from its start position).
 func TestKillJsctlDuringReset(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	for _, method := range []string{"recreate", "reset"} {
 		t.Run(method, func(t *testing.T) {
 			e := newEnv(t, natsproc.Options{})
@@ -58,6 +59,7 @@ func TestKillJsctlDuringReset(t *testing.T) {
 // servers do: with the default lazy fsync a kill can lose acknowledged
 // writes, which no client can make up for.
 func TestKillServerDuringReset(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{JetStream: "sync_interval: always"})
 	names := e.richConsumers(4, true)
 	before := e.configs(names)
@@ -125,6 +127,7 @@ func TestKillServerDuringReset(t *testing.T) {
 // exit 7 and nothing changes: no recreate fallback, the deliver policy,
 // position and creation time stay.
 func TestDeniedResetNeverEscalates(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	const auth = `authorization {
   users: [
     {user: ops, password: pw, permissions: {publish: {allow: [">"], deny: ["$JS.API.CONSUMER.RESET.>"]}}}
@@ -157,6 +160,7 @@ func TestDeniedResetNeverEscalates(t *testing.T) {
 // verified from the server's reply, though the puller takes messages from
 // the new position at once.
 func TestForcedResetLivePullerVerified(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{})
 	if _, err := e.js.CreateConsumer(e.ctx(), "ORDERS", jetstream.ConsumerConfig{Durable: "live", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
@@ -249,6 +253,7 @@ func grep(s, word string) string {
 // and never writes the checksum, so the consumer is dropped again at the
 // next restart unless jsctl has the server write its metadata once more.
 func TestHalfWrittenConsumerSurvivesRestart(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{JetStream: "sync_interval: always"})
 	names := e.richConsumers(1, false)
 	before := e.configs(names)

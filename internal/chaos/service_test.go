@@ -209,6 +209,7 @@ cat >/dev/null`
 // with a handler that fails some messages (retried, terminated,
 // dead-lettered), duplicates and a handler stopped at the end (released).
 func TestConsumeMetricsEqualSummary(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	e := newEnv(t, natsproc.Options{JetStream: "sync_interval: always"})
 	ctx := e.ctx()
 	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "DEAD", Subjects: []string{"dead.>"}, Duplicates: time.Hour}); err != nil {
@@ -322,6 +323,7 @@ func TestConsumeMetricsEqualSummary(t *testing.T) {
 // no line carries the password or the token of the URL (the handler even
 // prints its NATS_URL). The timings are logged.
 func TestConsumeHealthAndJSONLogs(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	const user, password = "alice", "pw-Hunter2-secret"
 	e := newEnv(t, natsproc.Options{
 		JetStream: "sync_interval: always",

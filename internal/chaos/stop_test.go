@@ -40,6 +40,7 @@ const stopHandler = `echo "start $JSCTL_SEQ $RUN_ID" >> "$HANDLER_LOG"; sleep 2.
 //
 // JSCTL_CHAOS_SEED=N repeats a run's random choices.
 func TestConsumeStopsAreReleases(t *testing.T) {
+	t.Parallel() // each test has its own servers, processes and directories
 	if testing.Short() {
 		t.Skip("chaos suite: runs real processes")
 	}
