@@ -228,6 +228,18 @@ func matrix() []row {
 	for i, code := range []int{0, 0, 0} {
 		ackRows[i].cells[fHostile] = shown(code)
 	}
+	// acks stats: the floor forged past the stream's end too, which the
+	// text says (as --json counts it).
+	ackRows[2].hostile = func(c *cell) {
+		c.editRecord(func(m map[string]any) { hostileAck(c, m) })
+		key := "f." + c.S + "." + c.C + ".c" + c.S + "/" + c.C
+		c.kvPut(acksBucket, key, c.editJSON(c.kvGet(acksBucket, key), func(m map[string]any) {
+			for _, r := range m["rg"].([]any) {
+				r.(map[string]any)["e"] = 1000000
+			}
+		}))
+	}
+	ackRows[2].cells[fHostile] = skip("floor")
 	ackRows[0].cells[fUnparsable] = skipCode(3, `ack record "{key}"`) // the one record asked for is unreadable: not found
 	ackRows[3].cells[fHostile] = skip("")                             // its dead letter goes only to --dead-letter
 	ackRows[4].cells[fHostile] = holds("")                            // forgotten, as asked
