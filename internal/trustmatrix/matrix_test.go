@@ -44,9 +44,6 @@ const (
 	// used: the record is still true of the object after the fault and is
 	// used as it is (a message done on the same stream is not run again).
 	used
-	// data: a command that only shows records shows the hostile values as
-	// what they are (escaped, never run, published to or acted on).
-	data
 )
 
 // expect is a cell's expected outcome.
@@ -66,7 +63,6 @@ func skip(says string) expect                 { return expect{kind: skipped, say
 func notApplicable(why string) expect         { return expect{kind: na, why: why} }
 
 func skipCode(code int, says string) expect { return expect{kind: skipped, code: code, says: says} }
-func shown(code int) expect                 { return expect{kind: data, code: code} }
 
 func (e expect) String() string {
 	switch e.kind {
@@ -79,11 +75,6 @@ func (e expect) String() string {
 		return "reported, skipped"
 	case used:
 		return "still true, used"
-	case data:
-		if e.code != 0 {
-			return fmt.Sprintf("shown as data (%d)", e.code)
-		}
-		return "shown as data"
 	}
 	return "n/a"
 }
@@ -218,7 +209,7 @@ func runCell(t *testing.T, srv *server, tok string, r row, f fault, e expect) {
 	if e.kind == skipped && e.says == "" && !strings.Contains(res.stderr, "warning") && !strings.Contains(res.stdout, "warning") && !strings.Contains(res.stdout, "(!)") {
 		t.Errorf("skipped without a word:\n%s", res)
 	}
-	if e.kind == refused || e.kind == data || (e.kind == skipped && !r.acts) {
+	if e.kind == refused || (e.kind == skipped && !r.acts) {
 		if d := before.diff(after); len(d) > 0 {
 			t.Errorf("changed:\n  %s\n%s", strings.Join(d, "\n  "), res)
 		}

@@ -54,12 +54,20 @@ func (c *cell) ackRecordKeys() {
 }
 
 // hostileAck makes an ack record hostile: failed for good with a pending
-// dead letter to the victim, and impossible numbers.
+// dead letter to the victim, and impossible numbers (a count of failures
+// and deliveries no run can reach).
 func hostileAck(c *cell, m map[string]any) {
-	m["s"] = "failed"
-	m["r"] = "forged"
+	hostileDeadLetter(c, m)
 	m["n"] = huge
 	m["d"] = huge
+}
+
+// hostileDeadLetter makes an ack record failed for good with a pending
+// dead letter to the victim, its numbers plausible.
+func hostileDeadLetter(c *cell, m map[string]any) {
+	m["s"] = "failed"
+	m["r"] = "forged"
+	m["n"] = 1
 	m["t"] = true
 	m["ls"] = c.victim()
 	m["li"] = "jsctl-dl:forged"
