@@ -72,3 +72,29 @@ func TestUnfinishedStale(t *testing.T) {
 		})
 	}
 }
+
+// TestNotOfThisConsumer: a history record of an earlier consumer of the
+// name is told apart from the records of the consumer now.
+func TestNotOfThisConsumer(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 10, 0)
+	addConsumer(t, js, "ORDERS", rich("h"))
+	fetch(t, js, "ORDERS", "h", 5)
+	mustRun(t, js, "ORDERS", []string{"h"}, Target{Kind: ToSeq, Seq: 2}, Options{})
+	recs, err := History(testCtx(t), js, "", "ORDERS", "h")
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("history %+v, %v", recs, err)
+	}
+	if got, err := NotOfThisConsumer(testCtx(t), js, "ORDERS", "h", recs); err != nil || len(got) != 0 {
+		t.Fatalf("the consumer's own record: %v, %v", got, err)
+	}
+	if err := js.DeleteConsumer(testCtx(t), "ORDERS", "h"); err != nil {
+		t.Fatal(err)
+	}
+	addConsumer(t, js, "ORDERS", rich("h"))
+	got, err := NotOfThisConsumer(testCtx(t), js, "ORDERS", "h", recs)
+	if err != nil || !strings.Contains(got[recs[0].Revision], `consumer "h" on "ORDERS" was deleted and created again since history revision`) {
+		t.Fatalf("the earlier consumer's record: %v, %v", got, err)
+	}
+}
