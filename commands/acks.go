@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
@@ -123,6 +124,10 @@ type acksRecordJSON struct {
 	RetentionNS int64               `json:"retention_ns,omitempty"`
 	Expires     string              `json:"expires,omitempty"`
 	DeadLetter  *acks.DeadLetterRef `json:"dead_letter,omitempty"`
+	// Stale: a sequence-keyed record of an earlier stream of the name.
+	Stale string `json:"stale,omitempty"`
+	// Corrupt: the record does not read (acks forget --corrupt).
+	Corrupt string `json:"corrupt,omitempty"`
 }
 
 func acksRecordOf(r acks.Record) acksRecordJSON {
@@ -131,7 +136,7 @@ func acksRecordOf(r acks.Record) acksRecordJSON {
 		State: string(r.State), Seq: r.Seq, Time: JSONTime(r.Time), Revision: r.Revision, Fence: r.Fence,
 		Deliveries: r.Deliveries, Worker: r.Worker, Hash: r.Hash, Size: r.Size,
 		Failures: r.Failures, Final: r.Final, Reason: r.Reason, KeySpec: r.KeySpec,
-		RetentionNS: int64(r.Retention), DeadLetter: r.DeadLetter,
+		RetentionNS: int64(r.Retention), DeadLetter: r.DeadLetter, Stale: r.Stale, Corrupt: r.Corrupt,
 	}
 	if !r.LeaseExpires.IsZero() {
 		j.LeaseExpires = JSONTime(r.LeaseExpires)
@@ -169,6 +174,9 @@ func acksTable(p *Printer, recs []acks.Record) error {
 // stateText is a record's state for tables: a failed record says how many
 // times it failed and whether for good ("failed 3x, final").
 func stateText(r acks.Record) string {
+	if r.Corrupt != "" {
+		return "corrupt"
+	}
 	if r.State != acks.StateFailed {
 		return string(r.State)
 	}
@@ -205,4 +213,23 @@ func forgetWithProgress(ctx context.Context, env *Env, st *acks.Store, recs []ac
 // reportCorrupt notes a corrupt record on standard error.
 func reportCorrupt(env *Env, err error) {
 	fmt.Fprintf(env.Stderr, "jsctl: warning: %v (skipped)\n", err)
+}
+
+// reportStale warns of the records of recs that belong to an earlier
+// stream of their stream's name (they are listed, and prove nothing).
+func reportStale(env *Env, recs []acks.Record) {
+	now := time.Now()
+	for _, r := range recs {
+		if r.Stale != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(r.Stale))
+		}
+		if dl := r.DeadLetter; dl != nil && dl.Pending {
+			if p := jsutil.RecordedSubjectProblem("its dead-letter subject", dl.Subject); p != "" {
+				fmt.Fprintf(env.Stderr, "jsctl: warning: ack record %q names a pending dead letter that is never published: %s\n", r.KVKey, Escape(p))
+			}
+		}
+		if p := r.LeaseProblem(now); p != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(p))
+		}
+	}
 }

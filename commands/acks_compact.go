@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/jsctl/jsctl/jsutil/audit"
 )
 
 // AcksCompactCmd deletes done records at or below each scope's floor.
@@ -78,7 +79,7 @@ func (c *AcksCompactCmd) Run(ctx context.Context, env *Env) error {
 		if err != nil {
 			return err
 		}
-		if recs[i], err = st.Compactable(ctx, sc); err != nil {
+		if recs[i], err = st.Compactable(ctx, sc, func(err error) { reportCorrupt(env, err) }); err != nil {
 			return err
 		}
 		total += len(recs[i])
@@ -93,15 +94,25 @@ func (c *AcksCompactCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil || !apply {
 		return err
 	}
+	ch, err := env.acksChange(ctx, audit.AcksCompact, scopes...)
+	if err != nil {
+		return err
+	}
 	doc.Executed = true
 	for i, sc := range scopes {
+		if len(recs[i]) == 0 {
+			continue // nothing changed in this scope
+		}
 		n, err := forgetWithProgress(ctx, env, st, recs[i], "compacting scope "+acks.ScopeDisplay(sc))
 		doc.Scopes[i].Deleted = n
+		end := acksEnd(c.Bucket, sc, err, map[string]any{"compactable": len(recs[i]), "deleted": n, "floor": doc.Scopes[i].Floor})
+		end.Target = fmt.Sprintf("%d done records at or below floor %d", len(recs[i]), doc.Scopes[i].Floor)
+		ch.ended(ctx, end)
 		if err != nil {
 			return fmt.Errorf("compact scope %q: %w", acks.ScopeDisplay(sc), err)
 		}
 	}
-	return c.print(p, doc, "")
+	return ch.close(c.print(p, doc, ""))
 }
 
 // print prints the plan (or, once executed, what was deleted) and note.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/jsctl/jsctl/jsutil/audit"
 )
 
 // AcksForgetCmd deletes ack records so their messages run again.
@@ -13,7 +14,8 @@ type AcksForgetCmd struct {
 	acksBucketFlag
 	Scope string `name:"scope" required:"" placeholder:"NAME" predictor:"scope" help:"Scope of the records (e.g. ORDERS.billing)."`
 	acksFilterFlags
-	All bool `name:"all" help:"Forget every record of the scope (needed when no other filter is given)."`
+	All     bool `name:"all" help:"Forget every record of the scope (needed when no other filter is given)."`
+	Corrupt bool `name:"corrupt" help:"Forget the records of the scope that do not read (with --from-seq/--to-seq: those whose sequence key is in the range)."`
 	changeFlags
 }
 
@@ -35,7 +37,11 @@ Examples:
   jsctl acks forget --scope ORDERS.billing --from-seq 100 --to-seq 200
   jsctl acks forget --scope ORDERS.billing --from-seq 100 --to-seq 200 --execute
   jsctl acks forget --scope ORDERS.billing --state failed --execute --json
-  jsctl acks forget --scope ORDERS.billing --all --execute`
+  jsctl acks forget --scope ORDERS.billing --all --execute
+  jsctl acks forget --scope ORDERS.billing --corrupt --execute
+
+A record that does not read is reported by key and skipped by every command; --corrupt
+selects exactly those records, so that they can be removed.`
 }
 
 // Validate checks the flags.
@@ -46,7 +52,10 @@ func (c *AcksForgetCmd) Validate() error {
 	if err := c.changeFlags.validate(); err != nil {
 		return err
 	}
-	filtered := c.State != "" || c.FromSeq != 0 || c.ToSeq != 0 || c.Since != "" || c.Until != ""
+	if c.Corrupt && (c.State != "" || c.Since != "" || c.Until != "" || c.All) {
+		return jsutil.Errorf(jsutil.ErrBadInput, "--corrupt selects by --from-seq and --to-seq only (an unreadable record has no state or time of its own)")
+	}
+	filtered := c.State != "" || c.FromSeq != 0 || c.ToSeq != 0 || c.Since != "" || c.Until != "" || c.Corrupt
 	if !filtered && !c.All {
 		return jsutil.Errorf(jsutil.ErrBadInput, "select records with --state, --from-seq, --to-seq, --since or --until, or pass --all")
 	}
@@ -82,10 +91,13 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	f.Corrupt = c.Corrupt
+	f.SkipCorrupt = func(err error) { reportCorrupt(env, err) }
 	recs, err := st.List(ctx, f)
 	if err != nil {
 		return err
 	}
+	reportStale(env, recs)
 	floor, err := st.ScopeFloor(ctx, scope)
 	if err != nil {
 		return err
@@ -131,6 +143,10 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil || !apply {
 		return err
 	}
+	ch, err := env.acksChange(ctx, audit.AcksForget, scope)
+	if err != nil {
+		return err
+	}
 	out.Executed = true
 	n, err := forgetWithProgress(ctx, env, st, recs, "forgetting records of scope "+out.Scope)
 	out.Forgotten = n
@@ -139,10 +155,13 @@ func (c *AcksForgetCmd) Run(ctx context.Context, env *Env) error {
 		// reach into the range.
 		err = st.LowerFloors(ctx, scope, from)
 	}
+	end := acksEnd(c.Bucket, scope, err, map[string]any{"selected": len(recs), "forgotten": n, "floor_before": floor, "floor_after": newFloor})
+	end.Target = fmt.Sprintf("%d ack records", len(recs))
+	ch.ended(ctx, end)
 	if err != nil {
 		return fmt.Errorf("forgot %d of %d records of scope %q: %w", n, len(recs), out.Scope, err)
 	}
-	return c.print(p, out, recs)
+	return ch.close(c.print(p, out, recs))
 }
 
 // print prints what forget did.
@@ -170,6 +189,9 @@ func (c *AcksForgetCmd) print(p *Printer, out acksForgetJSON, recs []acks.Record
 // not its records still exist, or else the lowest selected record's (0:
 // none, nothing selected).
 func (c *AcksForgetCmd) lowerFrom(recs []acks.Record) uint64 {
+	if c.Corrupt {
+		return 0 // an unreadable record proved nothing: the floors stay
+	}
 	var from uint64
 	switch {
 	case c.FromSeq != 0:

@@ -52,10 +52,11 @@ func (c *AcksGetCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	r, err := c.find(ctx, st, scope)
+	r, err := c.find(ctx, env, st, scope)
 	if err != nil {
 		return err
 	}
+	reportStale(env, []acks.Record{r})
 	if p.JSON {
 		return p.PrintJSON(acksRecordOf(r))
 	}
@@ -96,15 +97,18 @@ func (c *AcksGetCmd) Run(ctx context.Context, env *Env) error {
 	case dl != nil:
 		rows = append(rows, []string{"Dead letter", fmt.Sprintf("message %d of stream %s (subject %s, id %s)", dl.Seq, Escape(dl.Stream), Escape(dl.Subject), Escape(dl.ID))})
 	}
+	if r.Stale != "" {
+		rows = append(rows, []string{"Stale", "yes: of an earlier stream of the name (proves nothing)"})
+	}
 	for _, row := range rows {
 		p.Printf("%-16s %s\n", row[0]+":", row[1])
 	}
 	return nil
 }
 
-func (c *AcksGetCmd) find(ctx context.Context, st *acks.Store, scope string) (acks.Record, error) {
+func (c *AcksGetCmd) find(ctx context.Context, env *Env, st *acks.Store, scope string) (acks.Record, error) {
 	if c.Seq != 0 {
-		recs, err := st.List(ctx, acks.Filter{Scope: scope, FromSeq: c.Seq, ToSeq: c.Seq})
+		recs, err := st.List(ctx, acks.Filter{Scope: scope, FromSeq: c.Seq, ToSeq: c.Seq, SkipCorrupt: func(err error) { reportCorrupt(env, err) }})
 		if err != nil {
 			return acks.Record{}, err
 		}

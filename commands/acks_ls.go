@@ -58,6 +58,7 @@ func (c *AcksLsCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	reportStale(env, recs)
 	if p.JSON {
 		return p.PrintJSON(acksRecordsOf(recs))
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/jsctl/jsctl/jsutil/audit"
 )
 
 // AcksRetryCmd runs failed messages again.
@@ -116,7 +117,7 @@ func (c *AcksRetryCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	recs, err := c.selectRecords(ctx, st, scope)
+	recs, err := c.selectRecords(ctx, env, st, scope)
 	if err != nil {
 		return err
 	}
@@ -153,17 +154,26 @@ func (c *AcksRetryCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil || !apply {
 		return err
 	}
-	return c.retry(ctx, env, p, st, recs, out)
+	ch, err := env.acksChange(ctx, audit.AcksRetry, scope)
+	if err != nil {
+		return err
+	}
+	var sum acksRetrySummary
+	err = c.retry(ctx, env, p, st, recs, out, &sum)
+	end := acksEnd(c.Bucket, scope, err, map[string]any{"selected": len(recs), "processed": sum.Processed, "failed": sum.Failed, "skipped": sum.Skipped, "released": sum.Released})
+	end.Target = fmt.Sprintf("%d failed records", len(recs))
+	ch.ended(ctx, end)
+	return ch.close(err)
 }
 
 // selectRecords finds the failed records the flags select.
-func (c *AcksRetryCmd) selectRecords(ctx context.Context, st *acks.Store, scope string) ([]acks.Record, error) {
+func (c *AcksRetryCmd) selectRecords(ctx context.Context, env *Env, st *acks.Store, scope string) ([]acks.Record, error) {
 	if c.AllFailed {
-		return st.List(ctx, acks.Filter{Scope: scope, State: acks.StateFailed, SkipCorrupt: func(error) {}})
+		return st.List(ctx, acks.Filter{Scope: scope, State: acks.StateFailed, SkipCorrupt: func(err error) { reportCorrupt(env, err) }})
 	}
 	var r acks.Record
 	if c.Seq != 0 {
-		recs, err := st.List(ctx, acks.Filter{Scope: scope, FromSeq: c.Seq, ToSeq: c.Seq})
+		recs, err := st.List(ctx, acks.Filter{Scope: scope, FromSeq: c.Seq, ToSeq: c.Seq, SkipCorrupt: func(err error) { reportCorrupt(env, err) }})
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +198,7 @@ func (c *AcksRetryCmd) selectRecords(ctx context.Context, st *acks.Store, scope 
 	return []acks.Record{r}, nil
 }
 
-func (c *AcksRetryCmd) retry(ctx context.Context, env *Env, p *Printer, st *acks.Store, recs []acks.Record, out acksRetryJSON) error {
+func (c *AcksRetryCmd) retry(ctx context.Context, env *Env, p *Printer, st *acks.Store, recs []acks.Record, out acksRetryJSON, sum *acksRetrySummary) error {
 	run, err := c.handlerRun(c.Exec)
 	if err != nil {
 		return err
@@ -211,9 +221,11 @@ func (c *AcksRetryCmd) retry(ctx context.Context, env *Env, p *Printer, st *acks
 	if w := h.lingered.warning(); w != "" {
 		fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", w)
 	}
-	var sum acksRetrySummary
-	out.Executed, out.Summary = true, &sum
+	out.Executed, out.Summary = true, sum
 	for _, r := range results {
+		if r.DeadLetterRefused != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(r.DeadLetterRefused))
+		}
 		switch r.Action {
 		case acks.Processed:
 			sum.Processed++

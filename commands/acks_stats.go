@@ -67,6 +67,7 @@ func (c *AcksStatsCmd) Run(ctx context.Context, env *Env) error {
 	if p.JSON {
 		return p.PrintJSON(stats)
 	}
+	reportFloors(env, stats)
 	if len(stats) == 0 {
 		p.Printf("No ack records in bucket %s.\n", c.Bucket)
 		return nil
@@ -99,4 +100,23 @@ func seqText(s uint64) string {
 		return "-"
 	}
 	return strconv.FormatUint(s, 10)
+}
+
+// reportFloors says, on standard error, what --json says of each scope's
+// floors: a corrupt floor (FLOOR then shows 0: it is ignored) and the
+// ranges and records of an earlier stream of the name.
+func reportFloors(env *Env, stats []acks.ScopeStats) {
+	for _, s := range stats {
+		for _, f := range s.Floors {
+			if f.Corrupt != "" {
+				fmt.Fprintf(env.Stderr, "jsctl: warning: the floor of consumer %s in scope %s is corrupt (ignored, FLOOR shows 0): %s\n", Escape(f.Consumer), Escape(s.Scope), Escape(f.Corrupt))
+			}
+			for _, w := range f.Stale {
+				fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(w))
+			}
+		}
+		if s.StaleRecords > 0 {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: scope %s holds %d sequence-keyed records of an earlier stream of the name (they prove nothing; acks ls shows them)\n", Escape(s.Scope), s.StaleRecords)
+		}
+	}
 }

@@ -144,6 +144,9 @@ func checkScopeName(flag, name string) error {
 // they come from flags or from the environment: a JetStream domain the
 // server could not route, and a context name no file can have.
 func checkGlobals(g *Globals) error {
+	if err := g.auditFlags.validate(); err != nil {
+		return err
+	}
 	if g.RetryFor <= 0 {
 		return jsutil.Errorf(jsutil.ErrBadInput, "--retry-for %s: want a positive duration such as 30s or 2m", g.RetryFor)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jsctl/jsctl/jsutil/acks"
@@ -19,7 +20,8 @@ import (
 //
 //   - The command's stdout is read line by line (a line ends at "\n"; a last
 //     line without one counts too). A line whose first character other than
-//     a space, tab or "\r" is "{" is a result line; any other line is the
+//     a space, tab, "\r", other Unicode space or byte-order mark (leadBlank)
+//     is "{" is a result line; any other line is the
 //     command's output and is copied to jsctl's standard error as it comes,
 //     whatever its length.
 //   - A result line is exactly one JSON object and nothing after it but
@@ -277,7 +279,7 @@ func (r *batchResults) add(line int, b []byte, size int64) {
 		r.protocolError(line, 0, fmt.Sprintf("a result line of %d bytes, over the limit of %d", size, maxResultLine), b)
 		return
 	}
-	res, err := parseResultLine(b)
+	res, err := parseResultLine(bytes.TrimLeftFunc(b, leadBlank))
 	if err != nil {
 		var se *resultSyntaxError
 		errors.As(err, &se)
@@ -380,7 +382,7 @@ func readOutputLine(br *bufio.Reader, out io.Writer, res *batchResults, line int
 		chunk, err := br.ReadSlice('\n')
 		size += int64(len(chunk))
 		if mode == undecided {
-			i := bytes.IndexFunc(chunk, func(c rune) bool { return c != ' ' && c != '\t' && c != '\r' && c != '\n' })
+			i := bytes.IndexFunc(chunk, func(c rune) bool { return !leadBlank(c) })
 			switch {
 			case i >= 0 && chunk[i] == '{':
 				mode = result
@@ -420,4 +422,17 @@ func readOutputLine(br *bufio.Reader, out io.Writer, res *batchResults, line int
 		_, _ = out.Write([]byte("\n"))
 	}
 	return true
+}
+
+// leadBlank reports whether c may come before the "{" of a result line: a
+// space, tab, "\r" or "\n", any other Unicode space (unicode.IsSpace: a
+// no-break space, an ideographic space ...), a byte-order mark (U+FEFF,
+// which Windows tools and PowerShell write before UTF-8 output) or another
+// zero-width space (U+200B to U+200D, U+2060).
+func leadBlank(c rune) bool {
+	switch c {
+	case '\uFEFF', '\u200B', '\u200C', '\u200D', '\u2060':
+		return true
+	}
+	return unicode.IsSpace(c)
 }

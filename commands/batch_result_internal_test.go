@@ -119,6 +119,13 @@ func TestBatchResultsMapping(t *testing.T) {
 		{name: "no result lines", stdout: "hello\n\nbye", want: nil, output: "hello\n\nbye\n"},
 		{name: "all ok", stdout: each(`{"seq":%d,"ok":true}`), want: []string{"done", "done", "done", "done"}},
 		{
+			// Finding 9: before, a byte-order mark made the failure an
+			// output line and the message was recorded done.
+			name:   "a byte-order mark and other Unicode spaces before {",
+			stdout: "\uFEFF" + `{"seq":1,"ok":false,"error":"db down"}` + "\n\u00A0" + `{"seq":2,"ok":false}` + "\n\u200B\u3000" + `{"seq":3,"ok":false}` + "\n\uFEFF \t" + `{"seq":4,"ok":false}` + "\n",
+			want:   []string{"command reported: db down", "command reported: failed", "command reported: failed", "command reported: failed"},
+		},
+		{
 			name:   "a long output line, then failures",
 			stdout: long + "\n" + each(`{"seq":%d,"ok":false}`),
 			want:   []string{"command reported: failed", "command reported: failed", "command reported: failed", "command reported: failed"},

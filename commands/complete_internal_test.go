@@ -104,13 +104,13 @@ func TestCompleteModelNoServer(t *testing.T) {
 		{"consumer reset S --from-file=", nil, directiveFiles},
 		{"consumer reset S --no-c", []string{"--no-color"}, directiveValues},
 		{"consumer reset S --execute --e", []string{"--embedded"}, directiveValues},
-		{"seek S -1h ", []string{"--context", "--creds", "--embedded", "--help", "--js-domain", "--json", "--log-format", "--mode", "--nkey",
-			"--password", "--retry-for", "--server", "--subject", "--sync", "--timeout", "--tlsca", "--tlscert", "--tlskey", "--token", "--tz", "--user", "--wide"}, directiveValues},
+		{"seek S -1h ", []string{"--audit", "--context", "--creds", "--embedded", "--help", "--js-domain", "--json", "--log-format", "--mode", "--nkey",
+			"--password", "--reason", "--require-reason", "--retry-for", "--server", "--subject", "--sync", "--timeout", "--tlsca", "--tlscert", "--tlskey", "--token", "--tz", "--user", "--wide"}, directiveValues},
 		{"--embedded ", nil, directiveDirs},
 		{"--tz ", []string{"UTC", "Local"}, directiveValues},
 		{"-- --", nil, directiveValues},
-		{"seek S now ", []string{"--context", "--creds", "--embedded", "--help", "--js-domain", "--json", "--log-format", "--mode", "--nkey",
-			"--password", "--retry-for", "--server", "--subject", "--sync", "--timeout", "--tlsca", "--tlscert", "--tlskey", "--token", "--tz", "--user", "--wide"}, directiveValues},
+		{"seek S now ", []string{"--audit", "--context", "--creds", "--embedded", "--help", "--js-domain", "--json", "--log-format", "--mode", "--nkey",
+			"--password", "--reason", "--require-reason", "--retry-for", "--server", "--subject", "--sync", "--timeout", "--tlsca", "--tlscert", "--tlskey", "--token", "--tz", "--user", "--wide"}, directiveValues},
 		{"h", nil, directiveValues},
 	}
 	for _, tt := range tests {

@@ -374,8 +374,9 @@ func (c *completer) values(st *lineState, v *kong.Value, cur, prefix string) ([]
 	case predictStream:
 		for _, name := range c.streams() {
 			// Like "nats stream ls", leave out the streams behind KV
-			// buckets and object stores unless asked for by prefix.
-			if (strings.HasPrefix(name, "KV_") || strings.HasPrefix(name, "OBJ_")) && !strings.HasPrefix(cur, name[:strings.IndexByte(name, '_')+1]) {
+			// buckets and object stores, and jsctl's own (JSCTL_AUDIT),
+			// unless asked for by prefix (as --streams does).
+			if (strings.HasPrefix(name, "KV_") || strings.HasPrefix(name, "OBJ_") || strings.HasPrefix(name, "JSCTL_")) && !strings.HasPrefix(cur, name[:strings.IndexByte(name, '_')+1]) {
 				continue
 			}
 			out = append(out, candidate{name, "stream"})

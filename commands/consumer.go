@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/positions"
 	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,7 +45,7 @@ func (ConsumerCmd) Help() string {
 // commands that work across streams (consumer ls, reset, check, snapshot
 // save).
 type streamsFlag struct {
-	Streams []string `name:"streams" placeholder:"GLOB" help:"Select streams whose names match GLOB ('*', '?', '[a-z]'; repeatable) instead of naming one; KV_ and OBJ_ streams only when GLOB starts so."`
+	Streams []string `name:"streams" placeholder:"GLOB" help:"Select streams whose names match GLOB ('*', '?', '[a-z]'; repeatable) instead of naming one; KV_, OBJ_ and JSCTL_ streams only when GLOB starts so."`
 }
 
 // selection builds the library selection from a stream argument, consumer
@@ -118,6 +119,8 @@ type planRun struct {
 	change changeFlags
 	export string
 	action string
+	// audit is the audit trail's action (default audit.Reset).
+	audit audit.Action
 	// ran is set once execution started: plans not reached show "not run".
 	ran bool
 }
@@ -151,12 +154,33 @@ func (r *planRun) run(ctx context.Context, env *Env, p *Printer, js jetstream.Je
 	if err != nil || !apply {
 		return err
 	}
+	var objects []auditObject
+	for _, pl := range r.plans {
+		for _, c := range pl.Changes {
+			objects = append(objects, auditObject{c.Stream, c.Consumer})
+		}
+	}
+	cl, err := env.Client(ctx)
+	if err != nil {
+		return err
+	}
+	action := r.audit
+	if action == "" {
+		action = audit.Reset
+	}
+	var ch *changeRun // nil: nothing to change, nothing to write
+	if n > 0 {
+		if ch, err = env.beginChange(ctx, cl, action, objects); err != nil {
+			return err
+		}
+	}
 	bar := env.Progress("changing consumers")
 	r.ran = true
 	done := 0
 	var execErr error
 	for _, pl := range r.plans {
 		opts, offset := r.opts, done
+		opts.Reason, opts.Ended = env.Globals.Reason, ch.resetEnded()
 		opts.Progress = func(d, _ int) { bar.Set(offset+d, n) }
 		if execErr = reset.Execute(ctx, js, pl, opts); execErr != nil {
 			break
@@ -170,7 +194,7 @@ func (r *planRun) run(ctx context.Context, env *Env, p *Printer, js jetstream.Je
 	if err := r.print(p, ""); err != nil {
 		return err
 	}
-	return execErr
+	return ch.close(execErr)
 }
 
 // document is what --json prints and --export writes.

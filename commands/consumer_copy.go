@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/failover"
 	"github.com/jsctl/jsctl/jsutil/positions"
 	"github.com/jsctl/jsctl/jsutil/replica"
@@ -150,6 +151,15 @@ func pauseOrigins(ctx context.Context, env *Env, cl *jsutil.Client, stream strin
 	if err != nil {
 		return nil, err
 	}
+	var objects []auditObject
+	for _, t := range targets {
+		objects = append(objects, auditObject{t.Stream, t.Consumer})
+	}
+	// The pauses are changes of their own, on the origin's connection.
+	ch, err := env.beginChange(ctx, cl, audit.Pause, objects)
+	if err != nil {
+		return nil, err
+	}
 	var paused []string
 	for _, t := range targets {
 		ci, err := cl.JS.Consumer(ctx, t.Stream, t.Consumer)
@@ -165,17 +175,28 @@ func pauseOrigins(ctx context.Context, env *Env, cl *jsutil.Client, stream strin
 			return nil, err
 		}
 		paused = append(paused, t.Consumer)
+		ch.ended(ctx, auditEnd{auditObject: auditObject{t.Stream, t.Consumer}, Outcome: audit.Verified, Target: "until resumed (consumer copy --pause-origin)"})
 	}
-	return paused, nil
+	return paused, ch.close(nil)
 }
 
 // resumeOrigins resumes the origin consumers a run paused when it copied
 // nothing; a failure is a warning (the consumer stays paused).
 func resumeOrigins(ctx context.Context, env *Env, cl *jsutil.Client, stream string, names []string) {
+	var objects []auditObject
+	for _, n := range names {
+		objects = append(objects, auditObject{stream, n})
+	}
+	ch, err := env.beginChange(context.WithoutCancel(ctx), cl, audit.Resume, objects)
+	if err != nil {
+		ch = nil // the pauses are undone all the same: not resuming would be the worse change
+	}
 	for _, n := range names {
 		if _, err := positions.Resume(context.WithoutCancel(ctx), cl.JS, stream, n, positionsOptions(env, "")); err != nil {
 			fmt.Fprintf(env.Stderr, "jsctl: warning: consumer %q on %q stays paused: %v\n", n, stream, err)
+			continue
 		}
+		ch.ended(ctx, auditEnd{auditObject: auditObject{stream, n}, Outcome: audit.Verified, Target: "resumed (consumer copy --pause-origin copied nothing)"})
 	}
 }
 
@@ -231,15 +252,31 @@ func (r *copyRun) run(ctx context.Context, env *Env, p *Printer, tcl *jsutil.Cli
 	if err != nil || !apply {
 		return err
 	}
+	var objects []auditObject
+	for _, c := range pl.Changes {
+		objects = append(objects, auditObject{c.Stream, c.Consumer})
+	}
+	action := audit.Copy
+	if r.plan.Snapshot != "" {
+		action = audit.SnapshotRestore
+	}
+	// The events go on the target's connection: the change is made there.
+	var ch *changeRun // nil: nothing to change, nothing to write
+	if len(objects) > 0 {
+		if ch, err = env.beginChange(ctx, tcl, action, objects); err != nil {
+			return err
+		}
+	}
 	bar := env.Progress("changing consumers")
 	r.ran = true
 	opts.Progress = bar.Set
+	opts.Reason, opts.Ended = env.Globals.Reason, ch.resetEnded()
 	execErr := reset.Execute(ctx, tcl.JS, pl, opts)
 	bar.Done()
 	if err := r.print(p, ""); err != nil {
 		return err
 	}
-	return execErr
+	return ch.close(execErr)
 }
 
 // refusal is the error of a plan with refused changes (jsutil.ErrConflict),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
 
@@ -81,11 +82,21 @@ func (c *ConsumerPauseCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	obj := auditObject{c.Stream, c.Consumer}
+	ch, err := env.beginChange(ctx, cl, audit.Pause, []auditObject{obj})
+	if err != nil {
+		return err
+	}
 	st, err := positions.Pause(ctx, cl.JS, c.Stream, c.Consumer, until, positionsOptions(env, ""))
 	if err != nil {
 		return err
 	}
-	return printPauseState(p, st, env.Now())
+	target := "until resumed"
+	if !st.UntilResumed && st.PauseUntil != nil {
+		target = "until " + st.PauseUntil.UTC().Format(time.RFC3339Nano)
+	}
+	ch.ended(ctx, auditEnd{auditObject: obj, Outcome: audit.Verified, Target: target})
+	return ch.close(printPauseState(p, st, env.Now()))
 }
 
 // printPauseState reports a consumer's pause state after pause or resume.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jsctl/jsctl/jsutil/acks"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/reset"
 )
 
@@ -90,11 +91,20 @@ func (c *ConsumerRecoverCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil || !apply {
 		return err
 	}
+	var objects []auditObject
+	for _, rc := range r.Changes {
+		objects = append(objects, auditObject{r.Stream, rc.Consumer})
+	}
+	ch, err := env.beginChange(ctx, cl, audit.Recover, objects)
+	if err != nil {
+		return err
+	}
+	opts.Reason, opts.Ended = env.Globals.Reason, ch.resetEnded()
 	execErr := reset.ExecuteRecover(ctx, cl.JS, r, opts)
 	if err := printRecovery(p, r, ""); err != nil {
 		return err
 	}
-	return execErr
+	return ch.close(execErr)
 }
 
 // Validate checks the flags.

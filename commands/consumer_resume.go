@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jsctl/jsctl/jsutil/audit"
+
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
 
@@ -41,13 +43,19 @@ func (c *ConsumerResumeCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	obj := auditObject{c.Stream, c.Consumer}
+	ch, err := env.beginChange(ctx, cl, audit.Resume, []auditObject{obj})
+	if err != nil {
+		return err
+	}
 	st, err := positions.Resume(ctx, cl.JS, c.Stream, c.Consumer, positionsOptions(env, ""))
 	if err != nil {
 		return err
 	}
+	ch.ended(ctx, auditEnd{auditObject: obj, Outcome: audit.Verified, Target: "resumed"})
 	if !st.Paused && !p.JSON {
 		p.Printf("Resumed consumer %s on %s: it delivers messages again.\n", st.Consumer, st.Stream)
-		return nil
+		return ch.close(nil)
 	}
-	return printPauseState(p, st, env.Now())
+	return ch.close(printPauseState(p, st, env.Now()))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/failover"
 	"github.com/jsctl/jsctl/jsutil/positions"
 	"github.com/jsctl/jsctl/jsutil/replica"
@@ -178,6 +179,7 @@ func (c *ConsumerSnapshotRestoreCmd) Run(ctx context.Context, env *Env) error {
 		title:  fmt.Sprintf("restore snapshot %s (taken %s by %s)", Escape(snap.Name), p.Time(snap.Created), snapshotWho(snap)),
 		empty:  fmt.Sprintf("Snapshot %s holds no consumers.", Escape(snap.Name)),
 		action: fmt.Sprintf("restore snapshot %q on %s", snap.Name, streamsText(plans)),
+		audit:  audit.SnapshotRestore,
 	}
 	return r.run(ctx, env, p, cl.JS)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
 
@@ -39,12 +40,29 @@ func (c *ConsumerSnapshotRmCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	// The snapshot's consumers are the events' objects (a document that
+	// cannot be read still goes: its events then name none).
+	snap, _ := positions.Get(ctx, cl.JS, c.Name, positionsOptions(env, ""))
+	if snap == nil {
+		snap = &positions.Snapshot{Name: c.Name}
+	}
+	var objects []auditObject
+	for _, st := range snap.Streams {
+		for _, cs := range st.Consumers {
+			objects = append(objects, auditObject{st.Name, cs.Name})
+		}
+	}
+	ch, err := env.beginChange(ctx, cl, audit.SnapshotRm, objects)
+	if err != nil {
+		return err
+	}
 	if err := positions.Remove(ctx, cl.JS, c.Name, positionsOptions(env, "")); err != nil {
 		return err
 	}
+	auditSnapshot(ctx, ch, snap)
 	if p.JSON {
-		return p.PrintJSON(map[string]string{"removed": c.Name})
+		return ch.close(p.PrintJSON(map[string]string{"removed": c.Name}))
 	}
 	p.Printf("Removed snapshot %s.\n", c.Name)
-	return nil
+	return ch.close(nil)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
 
@@ -59,10 +60,42 @@ func (c *ConsumerSnapshotSaveCmd) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	snap, err := positions.Save(ctx, cl.JS, c.Name, c.Description, c.selection(c.Stream, c.Consumers, c.All), positionsOptions(env, deprecatedFlag(env, "--acks-bucket", "--bucket", c.OldAcksBucket, c.AcksBucket)))
+	sel := c.selection(c.Stream, c.Consumers, c.All)
+	targets, err := positions.Select(ctx, cl.JS, sel, positionsOptions(env, ""))
 	if err != nil {
 		return err
 	}
+	var objects []auditObject
+	for _, t := range targets {
+		objects = append(objects, auditObject{t.Stream, t.Consumer})
+	}
+	ch, err := env.beginChange(ctx, cl, audit.SnapshotSave, objects)
+	if err != nil {
+		return err
+	}
+	snap, err := positions.Save(ctx, cl.JS, c.Name, c.Description, sel, positionsOptions(env, deprecatedFlag(env, "--acks-bucket", "--bucket", c.OldAcksBucket, c.AcksBucket)))
+	if err != nil {
+		return err
+	}
+	auditSnapshot(ctx, ch, snap)
+	return ch.close(c.print(env, p, snap))
+}
+
+// auditSnapshot writes the events of a snapshot saved or removed: one per
+// consumer it holds (their positions are not changed).
+func auditSnapshot(ctx context.Context, ch *changeRun, snap *positions.Snapshot) {
+	for _, st := range snap.Streams {
+		for _, cs := range st.Consumers {
+			ch.ended(ctx, auditEnd{
+				auditObject: auditObject{st.Name, cs.Name}, Outcome: audit.Verified, Same: true,
+				Target: "snapshot " + snap.Name, Detail: map[string]any{"snapshot": snap.Name},
+			})
+		}
+	}
+}
+
+// print says what was saved.
+func (c *ConsumerSnapshotSaveCmd) print(env *Env, p *Printer, snap *positions.Snapshot) error {
 	for _, w := range snap.Warnings {
 		fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", TermSafe(w))
 	}

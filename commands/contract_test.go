@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jsctl/jsctl/commands"
 	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/reset"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -207,6 +209,36 @@ func TestChangeContract(t *testing.T) {
 		},
 	}}
 
+	var names []string
+	for _, c := range cases {
+		names = append(names, c.name)
+	}
+	slices.Sort(names)
+	if want := commands.ChangingCommands(); !slices.Equal(names, want) {
+		t.Fatalf("the changing commands (those with --dry-run) are %q; this test has cases for %q: add the missing ones", want, names)
+	}
+	// events counts the audit events of action (every changing command
+	// writes one per object it changed).
+	events := func(action audit.Action) uint64 {
+		t := cur
+		t.Helper()
+		st, err := js.Stream(ctx, audit.Stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(audit.SubjectPrefix+"."+string(action)+".>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, c := range info.State.Subjects {
+			n += c
+		}
+		return n
+	}
 	with := func(c contractCase, extra ...string) []string {
 		return append(append([]string{}, c.args...), extra...)
 	}
@@ -217,6 +249,10 @@ func TestChangeContract(t *testing.T) {
 		return []string{"--execute"}
 	}
 	for _, c := range cases {
+		action := audit.Action(strings.ReplaceAll(strings.TrimPrefix(c.name, "consumer "), " ", "."))
+		if !action.Known() {
+			t.Fatalf("%s: no audit action %q", c.name, action)
+		}
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 			cur = t
 			defer func() { cur = nil }()
@@ -233,11 +269,15 @@ func TestChangeContract(t *testing.T) {
 				if c.changed(t) {
 					t.Fatalf("%s: the state is already changed before the try", what)
 				}
+				had := events(action)
 				code, out, errOut := run(stdin, terminal, args...)
 				asked := strings.Contains(errOut, "[y/N]")
 				if code != wantCode || asked != wantAsked || c.changed(t) != wantChanged {
 					t.Fatalf("%s (%v): exit %d (want %d), asked %v (want %v), changed %v (want %v)\nstdout:\n%s\nstderr:\n%s",
 						what, args, code, wantCode, asked, wantAsked, c.changed(t), wantChanged, out, errOut)
+				}
+				if got := events(action); (got > had) != wantChanged {
+					t.Fatalf("%s (%v): %d %s audit events written, changed %v: a change writes its event, nothing else does\nstderr:\n%s", what, args, got-had, action, wantChanged, errOut)
 				}
 			}
 			if !c.one {
@@ -252,6 +292,9 @@ func TestChangeContract(t *testing.T) {
 			try("--yes at a terminal", "", true, with(c, append(execute(c), "--yes")...), 0, false, true)
 			try("-y at a terminal", "", true, with(c, append(execute(c), "-y")...), 0, false, true)
 			try("no terminal", "n\n", false, with(c, execute(c)...), 0, false, true)
+			try("--require-reason without a reason", "", true, with(c, append(execute(c), "--yes", "--require-reason")...), commands.ExitUsage, false, false)
+			try("--require-reason with --reason", "", true, with(c, append(execute(c), "--yes", "--require-reason", "--reason", "contract")...), 0, false, true)
+			try("--audit required", "", true, with(c, append(execute(c), "--yes", "--audit", "required")...), 0, false, true)
 			if !c.one {
 				try("--yes without --execute", "", true, with(c, "--yes"), commands.ExitUsage, false, false)
 				try("--execute with --dry-run", "", true, with(c, "--execute", "--dry-run"), commands.ExitUsage, false, false)

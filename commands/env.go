@@ -32,6 +32,8 @@ type Globals struct {
 	Wide     bool          `name:"wide" help:"Print full-precision times in tables (default: 14:31:38.604 today, the date added otherwise)." group:"output"`
 	// LogFormat is how stderr is written (log.go).
 	LogFormat string `name:"log-format" env:"JSCTL_LOG_FORMAT" default:"text" enum:"text,json" help:"What jsctl writes to stderr: text, or json (one JSON object per line: time, level, msg and fields such as stream, consumer, seq; no progress bars)." group:"output"`
+	// The audit trail (audit_change.go).
+	auditFlags
 }
 
 // Env is what a command's Run receives: the global flags, the standard
@@ -48,6 +50,10 @@ type Env struct {
 	StderrIsTerminal bool
 	// Now is the clock (time.Now outside tests).
 	Now func() time.Time
+
+	// args is the command line (without the program name), for audit
+	// events (commandLine masks its secrets).
+	args []string
 
 	loc      *time.Location
 	client   *jsutil.Client

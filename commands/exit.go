@@ -30,7 +30,7 @@ const exitCodesHelp = `Exit codes:
   4  connection failure or timeout
   5  conflict (consumer busy, plan out of date, compare-and-set lost, refusal without --force)
   6  cancelled (interrupted, or a confirmation declined)
-  7  permission denied by the server
+  7  permission denied by the server, or (--audit required) the audit event cannot be written
   Two commands differ:
   consumer check follows the monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL,
     3 UNKNOWN (any error, bad usage included);
@@ -110,6 +110,8 @@ func exitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &st):
 		return st.Code
+	case errors.Is(err, jsutil.ErrAudit):
+		return ExitPermission
 	case errors.Is(err, jsutil.ErrBadInput):
 		return ExitUsage
 	case errors.Is(err, jsutil.ErrCancelled):

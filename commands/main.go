@@ -41,7 +41,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer func() { code = outputCode(code, out.err, stderr) }()
 	stdout = out
 	cli := &CLI{}
-	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(unwrapStderr(stderr)), Now: time.Now, log: log}
+	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(unwrapStderr(stderr)), Now: time.Now, log: log, args: args}
 	defer env.Close()
 	args, topic := helpArgs(args)
 	if topic != "" {
@@ -187,6 +187,7 @@ func newParser(cli *CLI, env *Env, stdout, stderr io.Writer, opts ...kong.Option
 		kong.ExplicitGroups([]kong.Group{
 			{Key: "output", Title: "Output flags (every command):"},
 			{Key: "connection", Title: "Connection flags (every command; see jsctl help connecting):"},
+			{Key: "audit", Title: "Audit flags (changing commands; see docs/audit.md):"},
 		}),
 		kong.Bind(env),
 		kong.WithHyphenPrefixedParameters(true),

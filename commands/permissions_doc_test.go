@@ -120,6 +120,8 @@ func subjectPattern(subj string) string {
 		return ""
 	case strings.HasPrefix(subj, "$JS.M."), strings.HasPrefix(subj, "$JS.S."), strings.HasPrefix(subj, "$JS.FC."):
 		return "" // the server's own mirror and source traffic (heartbeats, flow control)
+	case strings.HasPrefix(subj, "jsctl.audit."):
+		return "jsctl.audit.<action>.<stream>.<consumer>" // docs/audit.md
 	case tok[0] == "$KV" && len(tok) > 2:
 		return "$KV." + tok[1] + ".>"
 	case tok[0] == "$JS" && len(tok) > 1 && tok[1] == "ACK":
@@ -131,13 +133,13 @@ func subjectPattern(subj string) string {
 	// (for consumers) the consumer; what follows is a filter or a key.
 	out := []string{"$JS", "API"}
 	i := 2
-	for i < len(tok) && tok[i] == strings.ToUpper(tok[i]) && !strings.HasPrefix(tok[i], "KV_") && tok[i] != "ORDERS" && tok[i] != "DEAD" && !strings.Contains(tok[i], "_ORDERS") {
+	for i < len(tok) && tok[i] == strings.ToUpper(tok[i]) && !strings.HasPrefix(tok[i], "KV_") && tok[i] != "JSCTL_AUDIT" && tok[i] != "ORDERS" && tok[i] != "DEAD" && !strings.Contains(tok[i], "_ORDERS") {
 		out = append(out, tok[i])
 		i++
 	}
 	verb := strings.Join(out[2:], ".")
 	if i < len(tok) {
-		if strings.HasPrefix(tok[i], "KV_") {
+		if strings.HasPrefix(tok[i], "KV_") || tok[i] == "JSCTL_AUDIT" {
 			out = append(out, tok[i])
 		} else {
 			out = append(out, "<stream>")
@@ -216,11 +218,13 @@ func TestSubjectPattern(t *testing.T) {
 		"$JS.API.CONSUMER.INFO.ORDERS.billing":                "$JS.API.CONSUMER.INFO.<stream>.<consumer>",
 		"$JS.API.CONSUMER.CREATE.ORDERS.x1.orders.eu":         "$JS.API.CONSUMER.CREATE.<stream>.<consumer>.>",
 		"$JS.API.CONSUMER.MSG.NEXT.ORDERS.billing":            "$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>",
-		"$JS.API.INFO":                              "$JS.API.INFO",
-		"$KV.JSCTL_ACKS.ORDERS.billing.5":           "$KV.JSCTL_ACKS.>",
-		"$JS.ACK.ORDERS.billing.1.5.5.1700000000.0": "$JS.ACK.<stream>.<consumer>.>",
-		"_INBOX.abc.1":                              "",
-		"dead.orders":                               "<user subject: dead.orders>",
+		"$JS.API.INFO":                                         "$JS.API.INFO",
+		"$KV.JSCTL_ACKS.ORDERS.billing.5":                      "$KV.JSCTL_ACKS.>",
+		"$JS.ACK.ORDERS.billing.1.5.5.1700000000.0":            "$JS.ACK.<stream>.<consumer>.>",
+		"_INBOX.abc.1":                                         "",
+		"dead.orders":                                          "<user subject: dead.orders>",
+		"jsctl.audit.snapshot.save.ORDERS.billing":             "jsctl.audit.<action>.<stream>.<consumer>",
+		"$JS.API.CONSUMER.CREATE.JSCTL_AUDIT.x1.jsctl.audit.>": "$JS.API.CONSUMER.CREATE.JSCTL_AUDIT.<consumer>.>",
 	} {
 		if got := subjectPattern(subj); got != want {
 			t.Errorf("subjectPattern(%q) = %q, want %q", subj, got, want)

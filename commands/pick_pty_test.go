@@ -22,6 +22,7 @@ import (
 	"github.com/hinshun/vt10x"
 	"github.com/jsctl/jsctl/commands"
 	"github.com/jsctl/jsctl/internal/testserver"
+	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sys/unix"
@@ -445,6 +446,21 @@ func TestPickPTY(t *testing.T) {
 	}
 	if got := f.next("billing"); got != target {
 		t.Fatalf("billing's next message is %d, want %d", got, target)
+	}
+	// The change chosen on the screen is audited as any reset.
+	actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	as, err := f.js.Stream(actx, audit.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := as.GetLastMsgForSubject(actx, audit.Subject(audit.Reset, "ORDERS", "billing"))
+	if err != nil {
+		t.Fatalf("no audit event of the pick: %v", err)
+	}
+	ev, err := audit.Decode(m.Data)
+	if err != nil || ev.Outcome != audit.Verified || ev.After == nil || ev.After.Delivered != target-1 || len(ev.Command) < 2 || ev.Command[1] != "pick" {
+		t.Fatalf("the pick's audit event: %+v (%v)", ev, err)
 	}
 }
 

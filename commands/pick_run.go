@@ -91,6 +91,9 @@ func runPickReset(ctx context.Context, env *Env, req pickRequest) error {
 	if err := needTerminal(env, req.what, resetInstead(req.stream, req.consumer)); err != nil {
 		return err
 	}
+	if err := env.needReason(req.what); err != nil { // before the screen, not after the choice
+		return err
+	}
 	p, err := env.Printer()
 	if err != nil {
 		return err

@@ -100,7 +100,13 @@ func askApply(ctx context.Context, env *Env, p *Printer, r applyRequest) (bool, 
 		return false, r.Print(note)
 	case !r.Execute || r.DryRun:
 		return false, r.Print(dryRunNote)
-	case r.Changes == 0 || r.Yes || p.JSON || !env.IsTerminal:
+	}
+	if r.Changes > 0 {
+		if err := env.needReason(r.Action); err != nil {
+			return false, err
+		}
+	}
+	if r.Changes == 0 || r.Yes || p.JSON || !env.IsTerminal {
 		return true, nil
 	}
 	if err := r.Print(""); err != nil {
@@ -178,6 +184,11 @@ func askOne(ctx context.Context, env *Env, p *Printer, f oneChangeFlags, what, a
 		}
 		p.Printf("Dry run: would %s; nothing changed.\n", what)
 		return false, nil
+	}
+	if err := env.needReason(action); err != nil {
+		return false, err
+	}
+	switch {
 	case f.Yes || p.JSON || !env.IsTerminal:
 		return true, nil
 	}

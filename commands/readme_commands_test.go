@@ -137,6 +137,7 @@ var readmeCases = map[string]readmeCase{
 		synopsis: true, run: "jsctl acks stats --scope ORDERS.billing"},
 	"jsctl acks forget --scope ORDERS.billing --from-seq 100 --to-seq 200":           {},
 	"jsctl acks forget --scope ORDERS.billing --from-seq 100 --to-seq 200 --execute": {},
+	"jsctl acks forget --scope ORDERS.billing --corrupt --execute":                   {},
 	"jsctl acks compact [--scope ORDERS.billing]": {
 		synopsis: true, run: "jsctl acks compact --scope ORDERS.billing"},
 
@@ -169,6 +170,16 @@ var readmeCases = map[string]readmeCase{
 		run: "mkdir -p ~/.zfunc && jsctl completion zsh > ~/.zfunc/_jsctl", why: "the README's line before it creates the directory"},
 	"jsctl completion fish > ~/.config/fish/completions/jsctl.fish": {
 		run: "mkdir -p ~/.config/fish/completions && jsctl completion fish > ~/.config/fish/completions/jsctl.fish", why: "the README's line before it creates the directory"},
+
+	// The audit trail (docs/audit.md runs last: the pages before it made
+	// the events it lists).
+	"jsctl audit ORDERS --since -1d":                                                                   {},
+	"jsctl audit ORDERS billing --action reset --json":                                                 {},
+	"jsctl audit ORDERS --since -1d --by alice":                                                        {},
+	`jsctl consumer reset ORDERS billing --to-seq 5 --execute --reason "replay after the billing bug"`: {},
+	"jsctl consumer pause ORDERS billing --for 10m --audit required":                                   {},
+	`jsctl audit --follow --json | jq -c 'select(.action == "reset")' | while read -r ev; do curl -s -d "$ev" "$WEBHOOK"; done`: {
+		synopsis: true, run: `jsctl audit --json | jq -c 'select(.action == "reset")'`, why: "--follow runs until Ctrl-C, and the webhook is the reader's"},
 
 	// Consumer positions. The fixture's consumer "audit" is paused, so a
 	// check with --paused-warn is a WARNING (exit 1).
@@ -230,7 +241,7 @@ var docPages = []string{
 	"docs/tour.md", "docs/seek.md", "docs/reset.md", "docs/pick.md", "docs/positions.md",
 	"docs/consume.md", "docs/performance.md", "docs/completion.md", "docs/connecting.md",
 	"docs/permissions.md", "docs/times.md", "docs/guarantees.md", "docs/server-versions.md",
-	"docs/exit-codes.md", "docs/development.md", "docs/failover.md",
+	"docs/exit-codes.md", "docs/development.md", "docs/failover.md", "docs/audit.md",
 }
 
 // readmeCommands extracts the command lines of the code blocks of every

@@ -10,6 +10,7 @@ type CLI struct {
 	Consumer   ConsumerCmd   `cmd:"" help:"List, inspect, reset, pause, check and snapshot durable consumers."`
 	Consume    ConsumeCmd    `cmd:"" help:"Run a command once per message, idempotently (ack records in KV)."`
 	Acks       AcksCmd       `cmd:"" help:"Inspect and manage ack records (ls, get, forget, stats, compact, retry)."`
+	Audit      AuditCmd      `cmd:"" help:"List or follow the audit trail: who changed what, from where to where, and why."`
 	Demo       DemoCmd       `cmd:"" help:"Walk through seek, reset and idempotent processing on a throw-away server."`
 	Serve      ServeCmd      `cmd:"" help:"Run an embedded JetStream server in the foreground."`
 	Completion CompletionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`

@@ -65,6 +65,10 @@ type Client struct {
 	// information masked (or the InProcessName of an in-process server).
 	URL string
 
+	// User is the identity the connection authenticated as, as the
+	// client knows it (no secrets).
+	User NATSUser
+
 	// refusals records what the server's permissions refused on this
 	// connection (the run's record when Connect's context carries one).
 	refusals *Refusals
@@ -326,7 +330,7 @@ func Connect(ctx context.Context, o ConnectOptions) (*Client, error) {
 	if name == "" {
 		name = "jsctl"
 	}
-	c := &Client{Timeout: o.Timeout, refusals: RefusalsOf(ctx)}
+	c := &Client{Timeout: o.Timeout, User: natsUserOf(o), refusals: RefusalsOf(ctx)}
 	if c.refusals == nil {
 		c.refusals = &Refusals{}
 	}

@@ -8,8 +8,9 @@
 // their own: jsutil/seek (time to sequence, timelines), jsutil/reset
 // (consumer reset, recover, history), jsutil/acks (idempotent processing
 // with records in a KV bucket), jsutil/positions (pause, check and
-// snapshots of consumer positions) and jsutil/embedded (an in-process
-// server, the only package that compiles nats-server).
+// snapshots of consumer positions), jsutil/audit (the audit trail: one
+// event per change in the stream JSCTL_AUDIT) and jsutil/embedded (an
+// in-process server, the only package that compiles nats-server).
 //
 // Functions take a context first and return errors that wrap the sentinels
 // below, so callers can classify them with errors.Is.
@@ -41,6 +42,10 @@ var (
 	// ErrPermission marks a request the server refused for lack of
 	// permission.
 	ErrPermission = errors.New("permission denied")
+	// ErrAudit marks a change refused (or a change made) under --audit
+	// required whose audit event cannot be (or was not) written to the
+	// audit stream: exit 7, like a permission the server denies.
+	ErrAudit = errors.New("audit event not writable")
 )
 
 // classed is an error that belongs to one of the sentinel classes while

@@ -103,6 +103,12 @@ func (s *Store) newLoop(ctx context.Context, cons jetstream.Consumer, opts []Con
 	if c.scope == "" {
 		c.scope = DefaultScope(info.Stream, info.Name)
 	}
+	// The incarnations the records and floor ranges of this run are
+	// written for, and against which those found are judged.
+	c.consumerCreated = info.Created
+	if st, err := s.streamOf(ctx, info.Stream); err == nil {
+		c.streamCreated = st.created
+	}
 	maxExtra := max(64, 4*c.workers)
 	if c.prefetch > 0 {
 		maxExtra = c.prefetch
@@ -468,6 +474,21 @@ func (l *loop) countLocked(r Result) {
 	}
 	if r.DeadLettered {
 		s.DeadLettered++
+	}
+	if r.Stale != "" {
+		l.warnLocked(r.Stale)
+	}
+	if r.DeadLetterRefused != "" {
+		l.warnLocked(r.DeadLetterRefused)
+	}
+	if r.ClaimProblem != "" {
+		l.warnLocked(r.ClaimProblem)
+	}
+	if r.Action != Busy {
+		l.lastMsg = time.Now() // a busy message is not progress: --idle counts on
+	}
+	for _, w := range r.FloorStale {
+		l.warnLocked(w)
 	}
 	if r.FloorCorrupt != "" {
 		l.warnLocked("the floor of consumer " + l.name + " in scope " + ScopeDisplay(l.ref.Scope) + " was ignored: " + r.FloorCorrupt)

@@ -51,7 +51,7 @@ func (l *loop) sweep(ctx context.Context) {
 	if l.c.maxDeliver <= 0 || ctx.Err() != nil {
 		return
 	}
-	sw, err := l.s.SweepDeadLetters(ctx, l.c.scope, l.c.lease)
+	sw, err := l.s.SweepDeadLetters(ctx, l.c.scope, l.c.lease, l.c.deadLetter)
 	if err == nil {
 		l.swept(sw.Published)
 	}

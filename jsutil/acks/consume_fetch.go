@@ -3,9 +3,11 @@ package acks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -23,6 +25,10 @@ type fetcher struct {
 }
 
 const firstRetry = 50 * time.Millisecond
+
+// consumerGoneFor is how long pulls may find the consumer missing (a
+// leader election can make it look so for a moment) before the run ends.
+const consumerGoneFor = 10 * time.Second
 
 // fetch pulls messages into the queue until a stop condition holds; it
 // returns an error only when the consumer is gone for good.
@@ -174,11 +180,18 @@ func (l *loop) afterPull(ctx context.Context, f *fetcher, w window, got int, err
 		f.retry, f.notFoundSince = firstRetry, time.Time{}
 		return nil
 	}
-	if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if errors.Is(err, nats.ErrNoResponders) {
+		// A pull of a consumer that no longer exists has no one to
+		// answer it; so has one sent while the server restarts. Ask.
+		if _, ierr := l.cons.Info(ctx); errors.Is(ierr, jetstream.ErrConsumerNotFound) || errors.Is(ierr, jetstream.ErrStreamNotFound) {
+			err = ierr
+		}
+	}
+	if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 		if f.notFoundSince.IsZero() {
 			f.notFoundSince = time.Now()
-		} else if time.Since(f.notFoundSince) > 10*time.Second {
-			return jsutil.Wrap(err, "consume from consumer %q on stream %q", l.name, l.stream)
+		} else if time.Since(f.notFoundSince) > consumerGoneFor {
+			return jsutil.Classify(jsutil.ErrNotFound, fmt.Errorf("consume from consumer %q on stream %q: it is gone (deleted, or its stream was): not found for %v: %w", l.name, l.stream, consumerGoneFor, err))
 		}
 	}
 	select {

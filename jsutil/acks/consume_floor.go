@@ -18,10 +18,16 @@ func (l *loop) moveFloor(ctx context.Context, p floorPos) bool {
 	l.mu.Lock()
 	p.lastSeq = max(p.lastSeq, l.lastSeq)
 	l.mu.Unlock()
+	if p.stream == "" {
+		p.stream = stamp(l.c.streamCreated)
+	}
 	f, corrupt, err := l.s.advanceFloor(ctx, l.ref, p)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lastSeq = max(l.lastSeq, p.lastSeq)
+	for _, w := range f.Stale {
+		l.warnLocked(w)
+	}
 	if corrupt != "" {
 		l.warnLocked("the floor of consumer " + l.name + " in scope " + ScopeDisplay(l.ref.Scope) + " was corrupt and was replaced: " + corrupt)
 	}

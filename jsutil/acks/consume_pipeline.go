@@ -19,7 +19,6 @@ import (
 func (l *loop) enqueue(msg jetstream.Msg) {
 	j, err := l.s.prepare(msg, &l.c.processConfig)
 	l.mu.Lock()
-	l.lastMsg = time.Now()
 	if err == nil {
 		l.active++
 		l.out++

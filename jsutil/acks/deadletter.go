@@ -185,6 +185,15 @@ func (s *Store) deadLettered(ctx context.Context, j *job, c *processConfig, rec 
 		return
 	}
 	if dl.Pending {
+		if why := deadLetterProblem(dl.Subject, c.deadLetter); why != "" {
+			// Nothing read back is used as a subject: the record is
+			// left pending for acks retry, the message for later.
+			j.res.DeadLetterRefused = fmt.Sprintf("ack record %q of message %d %s: its pending dead letter was not published (jsctl acks retry runs the message again)", j.kvKey, j.d.Seq, why)
+			j.res.Err = jsutil.Errorf(jsutil.ErrConflict, "message %d of stream %q failed for good; %s", j.d.Seq, j.d.Stream, j.res.DeadLetterRefused)
+			j.res.Retry = backoff(c.retryDelay, j.d.Deliveries)
+			_ = j.msg.NakWithDelay(j.res.Retry)
+			return
+		}
 		actx, cancel := after(ctx, c)
 		defer cancel()
 		if err := s.sendDeadLetter(actx, j, rec.value(), rec.Revision); err != nil {
@@ -206,6 +215,7 @@ func (s *Store) deadLettered(ctx context.Context, j *job, c *processConfig, rec 
 func (r Record) value() value {
 	v := value{State: r.State, Seq: r.Seq, Hash: r.Hash, Worker: r.Worker, Fence: r.Fence, Deliveries: r.Deliveries,
 		Reason: r.Reason, Failures: uint64(r.Failures), Final: r.Final, Spec: r.KeySpec, Retention: int64(r.Retention / time.Second)}
+	v.StreamCreated, v.ConsumerCreated = stampPtr(r.StreamCreated), stampPtr(r.ConsumerCreated)
 	if hashedKey(r.KeyFrom, r.Key) {
 		v.Key = r.Key
 	}
@@ -254,4 +264,22 @@ func headerText(s string, n int) string {
 		out += "..."
 	}
 	return out
+}
+
+// deadLetterProblem says why subject, the dead-letter subject a record (or
+// a watch) names, is not one to publish to for a run whose own dead-letter
+// subject is own, or "": a dead letter goes only to the run's own subject
+// (--dead-letter), which was checked as the run started; a record naming
+// another was written by another run, or by hand.
+func deadLetterProblem(subject, own string) string {
+	if p := jsutil.RecordedSubjectProblem("its dead-letter subject", subject); p != "" {
+		return "names a dead letter that cannot be published: " + p
+	}
+	if own == "" {
+		return fmt.Sprintf("names dead-letter subject %q, and this run has no dead-letter subject", subject)
+	}
+	if subject != own {
+		return fmt.Sprintf("names dead-letter subject %q, not this run's %q", subject, own)
+	}
+	return ""
 }

@@ -27,8 +27,11 @@ type Sweep struct {
 // allowed deliveries that workers left behind in scope (see the protocol
 // in deadletter.go; Consume calls it as it starts and once per lease): it
 // acts on a message only once its consumer will not deliver it again (see
-// gaveUp). lease bounds its writes.
-func (s *Store) SweepDeadLetters(ctx context.Context, scope string, lease time.Duration) (Sweep, error) {
+// gaveUp). lease bounds its writes. deadLetter is the run's own dead-letter
+// subject: a watch or record naming another is noted and left alone (see
+// deadLetterProblem), and one naming a subject that cannot be published to
+// is finished without a dead letter.
+func (s *Store) SweepDeadLetters(ctx context.Context, scope string, lease time.Duration, deadLetter string) (Sweep, error) {
 	if err := CheckScope(scope); err != nil {
 		return Sweep{}, err
 	}
@@ -40,7 +43,7 @@ func (s *Store) SweepDeadLetters(ctx context.Context, scope string, lease time.D
 	if err != nil {
 		return Sweep{}, err
 	}
-	p := &sweeper{s: s, scope: scope, lease: lease, floors: map[string]uint64{}}
+	p := &sweeper{s: s, scope: scope, lease: lease, own: deadLetter, floors: map[string]uint64{}}
 	for _, e := range es {
 		p.one(ctx, e)
 	}
@@ -59,6 +62,7 @@ type sweeper struct {
 	s     *Store
 	scope string
 	lease time.Duration
+	own   string // the run's dead-letter subject
 	// floors: stream/consumer → the sequence up to which the consumer
 	// settled every message, read once per pass (see gaveUp).
 	floors map[string]uint64
@@ -167,7 +171,26 @@ func (p *sweeper) verdict(ctx context.Context, m *watched, created time.Time) wa
 // watch is done with.
 func (p *sweeper) finish(ctx context.Context, m *watched) bool {
 	w := m.w
-	c := &processConfig{deadLetter: w.Subject, lease: p.lease}
+	subject := w.Subject
+	if m.rec != nil && m.rec.Final && m.rec.DeadLetter != nil {
+		subject = m.rec.DeadLetter.Subject
+	}
+	if subject != "" {
+		why := deadLetterProblem(subject, p.own)
+		switch {
+		case why != "" && jsutil.RecordedSubjectProblem("", subject) == "":
+			// Another run's subject: that run sweeps it.
+			p.note("message %d of stream %q: its last-delivery watch %s: left for a run with that --dead-letter (or jsctl acks retry)", w.Seq, w.Stream, why)
+			return false
+		case why != "":
+			p.note("message %d of stream %q: its last-delivery watch %s; finished without a dead letter", w.Seq, w.Stream, why)
+			subject, w.Subject = "", ""
+			if m.rec != nil && m.rec.Final {
+				return true // its record stays as it is, for acks retry
+			}
+		}
+	}
+	c := &processConfig{deadLetter: subject, lease: p.lease}
 	j, err := p.s.storedJob(ctx, storedRef{stream: w.Stream, consumer: w.Consumer, scope: p.scope, kvKey: m.rkey, seq: w.Seq,
 		deliveries: w.Deliveries, key: w.Key, kind: w.KeyFrom, spec: w.Spec})
 	switch {

@@ -44,14 +44,18 @@ type FloorRange struct {
 	To      uint64   `json:"e"`
 	Filters []string `json:"fs"`
 	// Created is the consumer's creation time (Unix ns) when the range was
-	// opened.
-	Created int64 `json:"cr"`
+	// opened; Stream the stream's (0: not recorded, by an earlier version).
+	Created int64  `json:"cr"`
+	Stream  string `json:"sc,omitempty"` // RFC 3339, as records hold it
+	// stale says why the range belongs to another incarnation of the
+	// stream (see Floor.judge): it covers nothing.
+	stale string
 }
 
 // covers reports whether the range proves that message seq on subject was
 // handled.
 func (r FloorRange) covers(seq uint64, subject string) bool {
-	return seq > r.From && seq <= r.To && (len(r.Filters) == 0 || matchAny(r.Filters, subject))
+	return r.stale == "" && seq > r.From && seq <= r.To && (len(r.Filters) == 0 || matchAny(r.Filters, subject))
 }
 
 // floorValue is the stored form of a consumer's floor.
@@ -85,7 +89,10 @@ type Floor struct {
 	// kept (0: not recorded, by an earlier version).
 	Retention time.Duration `json:"retention_ns,omitempty"`
 	// Corrupt says why the floor cannot be true (it is then ignored).
-	Corrupt  string    `json:"corrupt,omitempty"`
+	Corrupt string `json:"corrupt,omitempty"`
+	// Stale lists the ranges that belong to another incarnation of the
+	// stream (see incarnation.go): they are kept, and cover nothing.
+	Stale    []string  `json:"stale,omitempty"`
 	Revision uint64    `json:"revision"`
 	Updated  time.Time `json:"updated"`
 
@@ -107,10 +114,13 @@ func (f Floor) Covers(seq uint64, subject string) bool {
 	return false
 }
 
-// end is the highest sequence any range reaches.
+// end is the highest sequence any range of this stream reaches.
 func (f Floor) end() uint64 {
 	var e uint64
 	for _, r := range f.Ranges {
+		if r.stale != "" {
+			continue
+		}
 		e = max(e, r.To)
 	}
 	return e
@@ -224,6 +234,8 @@ type floorPos struct {
 	start bool
 	// lastSeq is a sequence the stream is known to have reached.
 	lastSeq uint64
+	// stream is the stream's creation time (Unix ns; 0: not known).
+	stream string
 }
 
 // advance returns the ranges after the consumer's ack floor reached
@@ -235,16 +247,20 @@ func (f Floor) advance(p floorPos) ([]FloorRange, bool) {
 	}
 	if n := len(rs); n > 0 {
 		last := &rs[n-1]
-		same := last.Created == p.created && slices.Equal(last.Filters, p.filters)
+		same := last.stale == "" && last.Created == p.created && slices.Equal(last.Filters, p.filters) &&
+			(last.Stream == "" || p.stream == "" || last.Stream == p.stream)
 		switch {
 		case same && p.ackFloor <= last.To:
 			return rs, f.Corrupt != ""
 		case same && !(p.start && p.ackFloor > last.To):
 			last.To = p.ackFloor
+			if last.Stream == "" {
+				last.Stream = p.stream
+			}
 			return rs, true
 		}
 	}
-	rs = append(rs, FloorRange{From: p.ackFloor, To: p.ackFloor, Filters: p.filters, Created: p.created})
+	rs = append(rs, FloorRange{From: p.ackFloor, To: p.ackFloor, Filters: p.filters, Created: p.created, Stream: p.stream})
 	if len(rs) > maxFloorRanges {
 		rs = rs[len(rs)-maxFloorRanges:]
 	}
@@ -318,19 +334,28 @@ func (s *Store) updateFloor(ctx context.Context, ref FloorRef, retention time.Du
 // runs. A corrupt floor (see CheckFloor) is replaced by a fresh one; the
 // returned string then says why it was corrupt.
 func (s *Store) AdvanceFloor(ctx context.Context, ref FloorRef, info *jetstream.ConsumerInfo) (Floor, string, error) {
-	return s.advanceFloor(ctx, ref, floorPosOf(info, false))
+	p := floorPosOf(info, false)
+	if st, err := s.streamOf(ctx, info.Stream); err == nil {
+		p.stream = stamp(st.created)
+	}
+	return s.advanceFloor(ctx, ref, p)
 }
 
 // advanceFloor advances ref's floor to p; it returns the floor written and,
 // when the one it found was corrupt, why.
 func (s *Store) advanceFloor(ctx context.Context, ref FloorRef, p floorPos) (Floor, string, error) {
 	var corrupt string
+	var stale []string
 	f, err := s.updateFloor(ctx, ref, s.retention, func(f Floor) ([]FloorRange, bool) {
+		if t, _ := parseStamp(p.stream); t != nil {
+			f.judge(*t)
+		}
 		s.checkEnd(ctx, &f, ref.Stream, &p.lastSeq)
-		corrupt = f.Corrupt
+		corrupt, stale = f.Corrupt, f.Stale
 		rs, changed := f.advance(p)
 		return rs, changed || f.Retention != s.retention
 	})
+	f.Stale = stale
 	return f, corrupt, err
 }
 
@@ -342,12 +367,13 @@ func (s *Store) checkEnd(ctx context.Context, f *Floor, stream string, known *ui
 	if f.end() <= *known {
 		return
 	}
-	last, err := s.lastSeq(ctx, stream)
+	st, err := s.streamOf(ctx, stream)
 	if err != nil {
 		return
 	}
-	*known = max(*known, last)
-	CheckFloor(f, last)
+	f.judge(st.created)
+	*known = max(*known, st.lastSeq)
+	CheckFloor(f, st.lastSeq)
 }
 
 func floorPosOf(info *jetstream.ConsumerInfo, start bool) floorPos {
@@ -376,7 +402,10 @@ func (s *Store) NoteForwardMove(ctx context.Context, ref FloorRef, info *jetstre
 			return nil, false // no floor: nothing to protect
 		}
 		rs := slices.Clone(f.Ranges)
-		return append(rs, FloorRange{From: p.ackFloor, To: p.ackFloor, Filters: p.filters, Created: p.created}), true
+		if st, err := s.streamOf(ctx, info.Stream); err == nil {
+			p.stream = stamp(st.created)
+		}
+		return append(rs, FloorRange{From: p.ackFloor, To: p.ackFloor, Filters: p.filters, Created: p.created, Stream: p.stream}), true
 	})
 	return err
 }

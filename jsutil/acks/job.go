@@ -48,6 +48,9 @@ type job struct {
 	// unsettled: Consume counts it among the messages whose handler
 	// started and whose outcome is not settled (see loop.unsettle).
 	unsettled bool
+	// streamCreated and consumerCreated: the incarnations of the message's
+	// stream and consumer (zero: not known yet; see incarnation.go).
+	streamCreated, consumerCreated time.Time
 }
 
 // claim is a claim this worker holds.
@@ -78,7 +81,8 @@ func (s *Store) prepare(msg jetstream.Msg, c *processConfig) (*job, error) {
 	}
 	k := c.deriveKey(msg, d.Subject, d.Seq)
 	d.KeyFrom, d.Key, d.KeySpec = k.kind, k.key, k.spec
-	j := &job{msg: msg, d: d, pending: meta.NumPending, got: time.Now(), keyMissing: k.missing}
+	j := &job{msg: msg, d: d, pending: meta.NumPending, got: time.Now(), keyMissing: k.missing,
+		streamCreated: c.streamCreated, consumerCreated: c.consumerCreated}
 	j.res = Result{
 		Stream: d.Stream, Consumer: d.Consumer, Seq: d.Seq, Subject: d.Subject, Time: d.Time,
 		Deliveries: d.Deliveries, Scope: d.Scope, Key: d.Key, KeyFrom: d.KeyFrom, KeySpec: d.KeySpec,
@@ -93,7 +97,8 @@ func (s *Store) prepare(msg jetstream.Msg, c *processConfig) (*job, error) {
 
 // value is the record this job writes in state st.
 func (j *job) value(st State, worker string) value {
-	return value{State: st, Seq: j.d.Seq, Hash: j.hash, Worker: worker, Fence: j.cl.fence, Deliveries: j.d.Deliveries, Key: keepKey(j.d), Spec: j.d.KeySpec}
+	return value{State: st, Seq: j.d.Seq, Hash: j.hash, Worker: worker, Fence: j.cl.fence, Deliveries: j.d.Deliveries, Key: keepKey(j.d), Spec: j.d.KeySpec,
+		StreamCreated: stamp(j.streamCreated), ConsumerCreated: stamp(j.consumerCreated)}
 }
 
 // doneValue is j's done record: kept for the retention, which it names.
@@ -157,6 +162,21 @@ func (s *Store) claimRecord(ctx context.Context, j *job, lease time.Duration) (*
 		r, err := s.valueRecord(j.kvKey, e.value, e.rev, e.created)
 		if err != nil {
 			return nil, &errCorrupt{err: err, rev: e.rev}
+		}
+		if r.State == StateClaim {
+			why, expired := claimProblem(r, lease, time.Now())
+			j.res.ClaimProblem = why
+			if expired {
+				rev, j.prev = r.Revision, nil // claim over it, by compare-and-set
+				continue
+			}
+		}
+		if why := s.staleForJob(ctx, j, r); why != "" {
+			// A record of another incarnation of the stream proves
+			// nothing about this message: the claim takes its key over.
+			j.res.Stale = why
+			rev, j.cl.tookOver, j.prev = r.Revision, true, nil
+			continue
 		}
 		if r.State != StateFailed || (r.DeadLetter != nil && !j.retry && (r.Seq == j.d.Seq || r.DeadLetter.Pending)) {
 			return &r, nil // done, claimed, or dead-lettered (see deadLettered)

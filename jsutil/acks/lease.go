@@ -3,6 +3,8 @@ package acks
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -177,6 +179,14 @@ func (ls *leases) renew(sets []*leaseSet) {
 		set.mu.Lock()
 		locked = append(locked, set)
 		for _, h := range set.claims {
+			if !h.lost && time.Since(h.sent) >= ls.lease-ls.every/2 {
+				// Too late to renew: the lease may have run out already
+				// (the process was stalled: a SIGSTOP, a paused VM), and
+				// another worker may have the message. Stop the handler at
+				// once, before any request.
+				h.lost = true
+				set.cancel()
+			}
 			if h.lost || time.Since(h.sent) < ls.every {
 				continue
 			}
@@ -223,4 +233,54 @@ func (ls *leases) renew(sets []*leaseSet) {
 			set.cancel()
 		}
 	}
+}
+
+// leaseSkew is how far the clocks of the workers of one scope may differ:
+// a claim's recorded lease expiry is judged with this allowance.
+const leaseSkew = time.Minute
+
+// claimProblem judges another worker's claim r (a record read back: its
+// lease expiry was written by whoever wrote it) at now, for a run whose
+// lease is lease. A claim whose recorded lease ran out more than leaseSkew
+// ago is expired, whatever TTL the server keeps it under (one written by
+// hand may have none). One whose lease lies more than a lease and
+// leaseSkew ahead is implausible: it is reported, and expired once a lease
+// has passed since it was written (by the server's clock). A claim with no
+// lease expiry at all is judged the same way.
+func claimProblem(r Record, lease time.Duration, now time.Time) (why string, expired bool) {
+	written := r.Time
+	afterOne := !written.IsZero() && now.After(written.Add(lease+leaseSkew))
+	switch {
+	case r.LeaseExpires.IsZero():
+		why = fmt.Sprintf("ack record %q is a claim without a lease expiry (written %s)", r.KVKey, jsutil.CreatedText(&written))
+		expired = afterOne
+	case r.LeaseExpires.Before(now.Add(-leaseSkew)):
+		return fmt.Sprintf("ack record %q is a claim whose lease ran out at %s by its own record: taken over", r.KVKey, r.LeaseExpires.UTC().Format(time.RFC3339Nano)), true
+	case r.LeaseExpires.After(now.Add(lease + leaseSkew)):
+		why = fmt.Sprintf("ack record %q is a claim whose lease runs to %s, implausibly far ahead (more than a lease and %s past this machine's clock)", r.KVKey, r.LeaseExpires.UTC().Format(time.RFC3339Nano), leaseSkew)
+		expired = afterOne
+	default:
+		return "", false
+	}
+	if expired {
+		why += ": taken over, a lease after it was written"
+	} else {
+		why += ": taken over if it is still there a lease after it was written"
+	}
+	return why, expired
+}
+
+// LeaseProblem says what is wrong with claim r's recorded lease at now
+// ("" when nothing is, and for other records): it ran out by its own
+// record more than a minute ago, or lies more than a minute ahead of any
+// lease (see claimProblem). For listings, which know no lease.
+func (r Record) LeaseProblem(now time.Time) string {
+	if r.State != StateClaim {
+		return ""
+	}
+	why, _ := claimProblem(r, 0, now)
+	if i := strings.Index(why, ": taken over"); i >= 0 {
+		why = why[:i]
+	}
+	return why
 }

@@ -52,6 +52,10 @@ type processConfig struct {
 	maxFailures  int
 	maxCannotRun int
 	drain        time.Duration
+	// streamCreated and consumerCreated are the incarnations the run's
+	// consumer and its stream are (set by Consume; zero: asked when a
+	// record or floor needs judging, see incarnation.go).
+	streamCreated, consumerCreated time.Time
 }
 
 type processOpt func(*processConfig)

@@ -396,7 +396,7 @@ func TestSweepDeadLettersOfStoppedWorkers(t *testing.T) {
 	}
 	// Not yet delivered: the consumer may still deliver it, so its delivery
 	// decides, not the sweep.
-	sw, err := f.st.SweepDeadLetters(ctx, "ORDERS.c", time.Second)
+	sw, err := f.st.SweepDeadLetters(ctx, "ORDERS.c", time.Second, "dead.orders")
 	if err != nil || sw.Published != 0 {
 		t.Fatalf("sweep before the server gave up: %+v %v", sw, err)
 	}
@@ -407,7 +407,7 @@ func TestSweepDeadLettersOfStoppedWorkers(t *testing.T) {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumAckPending == 0
 	})
-	if sw, err = f.st.SweepDeadLetters(ctx, "ORDERS.c", time.Second); err != nil || sw.Published != 1 {
+	if sw, err = f.st.SweepDeadLetters(ctx, "ORDERS.c", time.Second, "dead.orders"); err != nil || sw.Published != 1 {
 		t.Fatalf("sweep: %+v %v", sw, err)
 	}
 	m, err := sub.NextMsg(10 * time.Second)
@@ -418,7 +418,7 @@ func TestSweepDeadLettersOfStoppedWorkers(t *testing.T) {
 	if err != nil || !r.Final || r.DeadLetter == nil || r.DeadLetter.Seq != 1 || r.KeySpec != "header:Order-Id" {
 		t.Fatalf("record: %+v %v", r, err)
 	}
-	if sw, err = f.st.SweepDeadLetters(ctx, "ORDERS.c", time.Second); err != nil || sw.Published != 0 {
+	if sw, err = f.st.SweepDeadLetters(ctx, "ORDERS.c", time.Second, "dead.orders"); err != nil || sw.Published != 0 {
 		t.Fatalf("second sweep: %+v %v", sw, err)
 	}
 	if _, err := f.st.KV().Get(ctx, "d.ORDERS.c.hx-1"); !errors.Is(err, jetstream.ErrKeyNotFound) {

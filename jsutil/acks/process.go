@@ -134,6 +134,19 @@ type Result struct {
 	Failures uint64 `json:"failures,omitempty"`
 	// FloorCorrupt says why the consumer's floor was ignored, when it was.
 	FloorCorrupt string `json:"floor_corrupt,omitempty"`
+	// Stale says why the record found under the message's key was
+	// ignored: it belongs to another incarnation of the stream (see
+	// incarnation.go). FloorStale lists the floor's ranges ignored for the
+	// same reason.
+	Stale      string   `json:"stale,omitempty"`
+	FloorStale []string `json:"floor_stale,omitempty"`
+	// DeadLetterRefused says why a pending dead letter its record names
+	// was not published (see deadLetterProblem).
+	DeadLetterRefused string `json:"dead_letter_refused,omitempty"`
+	// ClaimProblem says what was wrong with another worker's claim found
+	// under the key: its lease ran out by its own record (it was taken
+	// over), or lies implausibly far ahead (see claimProblem).
+	ClaimProblem string `json:"claim_problem,omitempty"`
 	// DuplicateRun: the handler ran on a duplicate (see
 	// Delivery.Duplicate); RecordSeq is the done record's sequence.
 	DuplicateRun bool `json:"duplicate_run,omitempty"`
@@ -243,7 +256,11 @@ func (s *Store) admitClaimed(ctx context.Context, j *job, c *processConfig, fl f
 		s.recordTrouble(ctx, j, c, err)
 		return false
 	case dup != nil && dup.State == StateClaim:
-		j.res.Action, j.res.Retry = Busy, s.busyDelay(c, dup.LeaseExpires)
+		expires := dup.LeaseExpires
+		if j.res.ClaimProblem != "" || expires.IsZero() {
+			expires = dup.Time.Add(c.lease) // it is judged after one lease
+		}
+		j.res.Action, j.res.Retry = Busy, s.busyDelay(c, expires)
 		_ = j.msg.NakWithDelay(j.res.Retry)
 		return false
 	case dup != nil && dup.State == StateFailed:
@@ -484,6 +501,14 @@ func (f freshFloor) covered(ctx context.Context, j *job) (bool, string, error) {
 // floor reaching past what the message's metadata proves of the stream's
 // end is checked against the stream's last sequence first.
 func (s *Store) trust(ctx context.Context, fl *Floor, j *job) (bool, string, error) {
+	if !fl.Covers(j.d.Seq, j.d.Subject) {
+		return false, fl.Corrupt, nil
+	}
+	if err := s.knowStream(ctx, j); err != nil {
+		return false, "", err
+	}
+	fl.judge(j.streamCreated)
+	j.res.FloorStale = fl.Stale
 	if !fl.Covers(j.d.Seq, j.d.Subject) {
 		return false, fl.Corrupt, nil
 	}

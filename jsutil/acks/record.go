@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -81,6 +83,19 @@ type Record struct {
 	DeadLetter *DeadLetterRef `json:"dead_letter,omitempty"`
 	// Size is the number of bytes of the stored value.
 	Size int `json:"size"`
+	// StreamCreated and ConsumerCreated are the incarnations of the
+	// stream and consumer the record was written for (nil: not recorded,
+	// by an earlier version, or not known to the writer).
+	StreamCreated   *time.Time `json:"stream_created,omitempty"`
+	ConsumerCreated *time.Time `json:"consumer_created,omitempty"`
+	// Stale says why a sequence-keyed record belongs to another
+	// incarnation of its stream (see JudgeRecords): it proves nothing.
+	Stale string `json:"stale,omitempty"`
+	// Corrupt says why a record does not read (see Filter.Corrupt): only
+	// its key, revision, time and size are known.
+	Corrupt string `json:"corrupt,omitempty"`
+
+	badStamp bool // its stream creation time does not read
 }
 
 // value is the stored form of a record: short field names keep records small.
@@ -104,6 +119,11 @@ type value struct {
 	DLID      string `json:"li,omitempty"`
 	DLStream  string `json:"lt,omitempty"`
 	DLSeq     uint64 `json:"lq,omitempty"`
+	// The incarnations (creation times, Unix nanoseconds) of the stream
+	// and consumer the record was written for.
+	// (RFC 3339 with nanoseconds: exact through any JSON tool).
+	StreamCreated   string `json:"sc,omitempty"`
+	ConsumerCreated string `json:"cc,omitempty"`
 }
 
 // DeadLetterRef is where a message that failed for good was dead-lettered.
@@ -134,7 +154,33 @@ func decodeValue(bucket, kvKey string, data []byte) (value, error) {
 	if v.Seq == 0 {
 		return v, jsutil.Errorf(jsutil.ErrBadInput, "ack record %q in bucket %q is corrupt: no stream sequence", kvKey, bucket)
 	}
+	if why := v.implausible(kvKey); why != "" {
+		return v, jsutil.Errorf(jsutil.ErrBadInput, "ack record %q in bucket %q is corrupt: %s", kvKey, bucket, why)
+	}
 	return v, nil
+}
+
+// Bounds of the numbers a record may hold: none that jsctl writes comes
+// near them.
+const (
+	maxRecordFailures  = 1 << 31
+	maxRecordRetention = 100 * 365 * 24 * 3600 // seconds
+)
+
+// implausible says which number of v, stored under kvKey, no jsctl could
+// have written ("" when none): a sequence key naming another sequence than
+// the record's, a count of failures or a retention out of range.
+func (v value) implausible(kvKey string) string {
+	if _, kind, key, ok := parseRecordKey(kvKey); ok && kind == KeyFromSequence && key != strconv.FormatUint(v.Seq, 10) {
+		return fmt.Sprintf("its key names message %s, its value message %d", key, v.Seq)
+	}
+	switch {
+	case v.Failures > maxRecordFailures:
+		return fmt.Sprintf("a count of %d failures", v.Failures)
+	case v.Retention < 0 || v.Retention > maxRecordRetention:
+		return fmt.Sprintf("a retention of %d seconds", v.Retention)
+	}
+	return ""
 }
 
 func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64, t time.Time, size int) Record {
@@ -150,6 +196,8 @@ func (v value) record(scope string, kind KeyKind, key, kvKey string, rev uint64,
 	if r.Fence == 0 && v.State == StateClaim {
 		r.Fence = rev // a claim not yet renewed: its own revision
 	}
+	r.StreamCreated, r.badStamp = parseStamp(v.StreamCreated)
+	r.ConsumerCreated, _ = parseStamp(v.ConsumerCreated)
 	if v.Expires != 0 {
 		r.LeaseExpires = time.Unix(0, v.Expires)
 	}

@@ -31,6 +31,8 @@ func (v value) encode() []byte {
 	b = appendStringField(b, `,"li":`, v.DLID)
 	b = appendStringField(b, `,"lt":`, v.DLStream)
 	b = appendUintField(b, `,"lq":`, v.DLSeq)
+	b = appendStringField(b, `,"sc":`, v.StreamCreated)
+	b = appendStringField(b, `,"cc":`, v.ConsumerCreated)
 	return append(b, '}')
 }
 

@@ -171,9 +171,15 @@ func (s *Store) retryJob(ctx context.Context, stream string, r Record, c *proces
 		return j, false
 	}
 	if dl := r.DeadLetter; dl != nil && dl.Pending {
-		j.res.Action = Failed
-		j.res.Err = jsutil.Errorf(jsutil.ErrConflict, "the dead letter of message %d is pending: a run of jsctl consume on the scope publishes it first", r.Seq)
-		return j, false
+		if deadLetterProblem(dl.Subject, c.deadLetter) == "" {
+			j.res.Action = Failed
+			j.res.Err = jsutil.Errorf(jsutil.ErrConflict, "the dead letter of message %d is pending: a run of jsctl consume on the scope publishes it first", r.Seq)
+			return j, false
+		}
+		// It names a subject this retry does not publish to: it is not
+		// published; the message runs again (a failure dead-letters it
+		// to this retry's --dead-letter, if any).
+		j.res.DeadLetterRefused = fmt.Sprintf("ack record %q %s: its pending dead letter is not published; the message runs again", r.KVKey, deadLetterProblem(dl.Subject, c.deadLetter))
 	}
 	if r.Scope != "" && j.kvKey == "" {
 		j.kvKey = recordKey(r.Scope, r.KeyFrom, r.Key)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ func (s *Store) checkedFloors(ctx context.Context, scope string) ([]Floor, error
 	if err != nil {
 		return nil, err
 	}
-	last := map[string]uint64{}
+	last := map[string]streamState{}
 	for i := range floors {
 		f := &floors[i]
 		if f.Legacy {
@@ -30,9 +31,9 @@ func (s *Store) checkedFloors(ctx context.Context, scope string) ([]Floor, error
 		if f.Stream == "" || f.Corrupt != "" {
 			continue
 		}
-		ls, ok := last[f.Stream]
+		st, ok := last[f.Stream]
 		if !ok {
-			ls, err = s.lastSeq(ctx, f.Stream)
+			st, err = s.streamOf(ctx, f.Stream)
 			if errors.Is(err, jsutil.ErrNotFound) {
 				f.Corrupt = fmt.Sprintf("stream %q does not exist", f.Stream)
 				continue
@@ -40,9 +41,10 @@ func (s *Store) checkedFloors(ctx context.Context, scope string) ([]Floor, error
 			if err != nil {
 				return nil, err
 			}
-			last[f.Stream] = ls
+			last[f.Stream] = st
 		}
-		CheckFloor(f, ls)
+		f.judge(st.created)
+		CheckFloor(f, st.lastSeq)
 	}
 	return floors, nil
 }
@@ -74,7 +76,7 @@ func compactable(floors []Floor, seq uint64) bool {
 		}
 		in := false
 		for _, r := range f.Ranges {
-			if seq > r.From && seq <= r.To {
+			if r.stale == "" && seq > r.From && seq <= r.To {
 				in = true
 				break
 			}
@@ -99,7 +101,10 @@ func (s *Store) Compact(ctx context.Context, scope string) (int, error) {
 
 // Compactable lists the done records of scope that Compact would delete
 // (Forget deletes them).
-func (s *Store) Compactable(ctx context.Context, scope string) ([]Record, error) {
+//
+// A record that does not read is skipped (Compact leaves it); bad, when not
+// nil, is given each (a *CorruptRecord).
+func (s *Store) Compactable(ctx context.Context, scope string, bad ...func(error)) ([]Record, error) {
 	floors, err := s.checkedFloors(ctx, scope)
 	if err != nil || len(floors) == 0 {
 		return nil, err
@@ -110,11 +115,18 @@ func (s *Store) Compactable(ctx context.Context, scope string) ([]Record, error)
 			recs = append(recs, r)
 		}
 		return nil
-	}, nil)
+	}, func(err error) {
+		for _, b := range bad {
+			b(err)
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("compact ack records of scope %q: %w", ScopeDisplay(scope), err)
 	}
-	return recs, nil
+	// A record of an earlier stream of the name is not this stream's
+	// message, whatever the floor covers: it is left for acks forget.
+	s.judge(ctx, recs)
+	return slices.DeleteFunc(recs, func(r Record) bool { return r.Stale != "" }), nil
 }
 
 // ScopeStats summarises one scope.
@@ -134,6 +146,11 @@ type ScopeStats struct {
 	Floors []Floor `json:"floors"`
 	// CorruptFloors counts floors that cannot be true (ignored).
 	CorruptFloors int `json:"corrupt_floors"`
+	// StaleRanges counts floor ranges of an earlier stream of the name
+	// (ignored, see Floor.Stale); StaleRecords the sequence-keyed records
+	// of one (see Record.Stale).
+	StaleRanges  int `json:"stale_ranges"`
+	StaleRecords int `json:"stale_records"`
 	// Compactable counts done records every floor covers.
 	Compactable int `json:"compactable"`
 	// RetentionNS is how long done and failed records are kept: the
@@ -218,6 +235,11 @@ func (s *Store) capped(ret time.Duration) time.Duration {
 type RangeInfo struct {
 	// Records counts the scope's records for stream sequences in the range.
 	Records int
+	// Corrupt lists the records of the scope that do not read (skipped;
+	// each error names its key). Stale counts the sequence-keyed records
+	// in the range of an earlier stream of the name (not in Records).
+	Corrupt []error
+	Stale   int
 	// Retention is the retention in effect in the scope (see ScopeStats);
 	// RetentionKnown is false when no record of the scope says it.
 	Retention      time.Duration
@@ -239,15 +261,26 @@ func (s *Store) RangeRecords(ctx context.Context, scope string, from, to uint64)
 	}
 	t.floors(floors)
 	f := Filter{FromSeq: from, ToSeq: to}
+	var seqKeyed []Record
 	err = s.scanRecords(ctx, scope, func(r Record) error {
 		t.add(r)
 		if f.match(r) {
 			info.Records++
+			if r.KeyFrom == KeyFromSequence {
+				seqKeyed = append(seqKeyed, r)
+			}
 		}
 		return nil
-	}, nil)
+	}, func(err error) { info.Corrupt = append(info.Corrupt, err) })
 	if err != nil {
 		return info, fmt.Errorf("count ack records of scope %q: %w", ScopeDisplay(scope), err)
+	}
+	s.judge(ctx, seqKeyed)
+	for _, r := range seqKeyed {
+		if r.Stale != "" {
+			info.Records--
+			info.Stale++
+		}
 	}
 	var from2 string
 	info.Retention, from2 = s.effective(t)
@@ -298,7 +331,9 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 		if f.Corrupt != "" {
 			st.CorruptFloors++
 		}
+		st.StaleRanges += len(f.Stale)
 	}
+	var seqKeyed []Record
 	st.Floor = lowestFloor(floors)
 	err = s.scanRecords(ctx, scope, func(r Record) error {
 		st.Records++
@@ -325,10 +360,22 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 			st.MinSeq = r.Seq
 		}
 		st.MaxSeq = max(st.MaxSeq, r.Seq)
+		if r.KeyFrom == KeyFromSequence {
+			seqKeyed = append(seqKeyed, r)
+		}
 		return nil
 	}, func(error) { st.Corrupt++; st.Records++ })
 	if err != nil {
 		return st, err
+	}
+	s.judge(ctx, seqKeyed)
+	for _, r := range seqKeyed {
+		if r.Stale != "" {
+			st.StaleRecords++
+			if r.State == StateDone && compactable(floors, r.Seq) {
+				st.Compactable--
+			}
+		}
 	}
 	ret, from := s.effective(rt)
 	st.RetentionNS, st.RetentionFrom = int64(ret), from

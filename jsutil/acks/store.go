@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -241,6 +242,11 @@ func (s *Store) Get(ctx context.Context, scope string, kind KeyKind, key string)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return r, jsutil.Errorf(jsutil.ErrNotFound, "no ack record for key %q in scope %q of bucket %q", key, ScopeDisplay(scope), s.bucket)
 	}
+	if err == nil {
+		one := []Record{r}
+		s.judge(ctx, one)
+		r = one[0]
+	}
 	return r, err
 }
 
@@ -323,6 +329,7 @@ func (s *Store) scanRecords(ctx context.Context, scope string, fn func(Record) e
 	return s.scan(ctx, filter, func(e jetstream.KeyValueEntry) error {
 		r, err := s.entryRecord(e)
 		if err != nil {
+			err = &CorruptRecord{Record: corruptRecord(e), Err: err}
 			if bad == nil {
 				return err
 			}
@@ -333,13 +340,45 @@ func (s *Store) scanRecords(ctx context.Context, scope string, fn func(Record) e
 	})
 }
 
+// CorruptRecord is a record that does not read (written by hand, or by
+// something else than jsctl): the error of a scan that meets it, and what
+// is known of it, so that it can be reported by key and forgotten
+// (Forget). Record.Corrupt says why; its Seq is the one its key names (a
+// sequence key), 0 otherwise.
+type CorruptRecord struct {
+	Record Record
+	Err    error
+}
+
+func (e *CorruptRecord) Error() string { return e.Err.Error() }
+func (e *CorruptRecord) Unwrap() error { return e.Err }
+
+// corruptRecord is what is known of the unreadable record e.
+func corruptRecord(e jetstream.KeyValueEntry) Record {
+	r := Record{KVKey: e.Key(), Revision: e.Revision(), Time: e.Created(), Size: len(e.Value())}
+	if scope, kind, key, ok := parseRecordKey(e.Key()); ok {
+		r.Scope, r.KeyFrom, r.Key = scope, kind, key
+		if kind == KeyFromSequence {
+			r.Seq, _ = strconv.ParseUint(key, 10, 64)
+		}
+	}
+	return r
+}
+
 // Filter selects records for List. Zero fields select everything.
 type Filter struct {
 	Scope          string // a scope (see DefaultScope, ScopeName); "" for all
 	State          State
 	FromSeq, ToSeq uint64    // stream sequence range, inclusive; 0 = open
 	Since, Until   time.Time // record time range, inclusive
-	SkipCorrupt    func(error)
+	// SkipCorrupt is given each record that does not read (a
+	// *CorruptRecord), which is then skipped; without it such a record
+	// ends the scan with its error.
+	SkipCorrupt func(error)
+	// Corrupt selects the records that do not read instead (Record.Corrupt
+	// says why; FromSeq and ToSeq select those whose sequence key is in
+	// the range, the other filters none).
+	Corrupt bool
 }
 
 func (f Filter) match(r Record) bool {
@@ -354,15 +393,38 @@ func (f Filter) match(r Record) bool {
 	return true
 }
 
-// List returns the records that f selects, in bucket order.
+// matchCorrupt reports whether f (with Corrupt) selects the unreadable
+// record r: its sequence key in the range, when one is given.
+func (f Filter) matchCorrupt(r Record) bool {
+	if f.FromSeq == 0 && f.ToSeq == 0 {
+		return true
+	}
+	return r.Seq != 0 && (f.FromSeq == 0 || r.Seq >= f.FromSeq) && (f.ToSeq == 0 || r.Seq <= f.ToSeq)
+}
+
+// List returns the records that f selects, in bucket order. Sequence-keyed
+// records of another incarnation of their stream say so (Record.Stale).
 func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	var out []Record
+	if f.Corrupt {
+		err := s.scanRecords(ctx, f.Scope, func(Record) error { return nil }, func(err error) {
+			var ce *CorruptRecord
+			if errors.As(err, &ce) && f.matchCorrupt(ce.Record) {
+				ce.Record.Corrupt = err.Error()
+				out = append(out, ce.Record)
+			}
+		})
+		return out, err
+	}
 	err := s.scanRecords(ctx, f.Scope, func(r Record) error {
 		if f.match(r) {
 			out = append(out, r)
 		}
 		return nil
 	}, f.SkipCorrupt)
+	if err == nil {
+		s.judge(ctx, out)
+	}
 	return out, err
 }
 
@@ -387,10 +449,17 @@ func (s *Store) ForgetRange(ctx context.Context, scope string, from, to uint64) 
 	if err := CheckScope(scope); err != nil {
 		return 0, err
 	}
-	recs, err := s.List(ctx, Filter{Scope: scope, FromSeq: from, ToSeq: to})
+	// A record that does not read is left as it is (acks forget --corrupt
+	// removes it when asked): its message, if it is in the range, fails
+	// as its record does until then.
+	recs, err := s.List(ctx, Filter{Scope: scope, FromSeq: from, ToSeq: to, SkipCorrupt: func(error) {}})
 	if err != nil {
 		return 0, fmt.Errorf("forget ack records of scope %q: %w", ScopeDisplay(scope), err)
 	}
+	// A range of sequences is a range of this stream's messages: records
+	// of an earlier stream of the name are not in it (Forget removes them
+	// when named).
+	recs = slices.DeleteFunc(recs, func(r Record) bool { return r.Stale != "" })
 	n, err := s.forget(ctx, recs)
 	if err != nil {
 		return n, err
@@ -429,7 +498,7 @@ func (s *Store) forget(ctx context.Context, recs []Record) (int, error) {
 				return n, jsutil.Wrap(err, "forget ack record %q in bucket %q", r.KVKey, s.bucket)
 			}
 			cur, gerr := s.getKV(ctx, r.KVKey)
-			if errors.Is(gerr, jetstream.ErrKeyNotFound) || (gerr == nil && cur.Seq != r.Seq) {
+			if r.Corrupt != "" || errors.Is(gerr, jetstream.ErrKeyNotFound) || (gerr == nil && cur.Seq != r.Seq) {
 				break // gone, or now made for another message: not ours to forget
 			}
 			if gerr != nil {

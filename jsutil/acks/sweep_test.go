@@ -179,7 +179,7 @@ func TestLeftoverWatchOutlivingTheRecords(t *testing.T) {
 				}
 				return time.Since(e.Created()) > 2*time.Second
 			})
-			sw, err := st.SweepDeadLetters(ctx, "ORDERS.c", 10*time.Second)
+			sw, err := st.SweepDeadLetters(ctx, "ORDERS.c", 10*time.Second, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -60,14 +60,15 @@ func (s Selection) validateStreams() error {
 }
 
 // MatchStream reports whether stream name matches one of patterns. Streams
-// behind KV buckets and object stores (KV_*, OBJ_*) match only a pattern
-// that starts with that prefix.
+// behind KV buckets and object stores (KV_*, OBJ_*) and jsctl's own
+// (JSCTL_*, such as the audit stream JSCTL_AUDIT) match only a pattern that
+// starts with that prefix.
 func MatchStream(patterns []string, name string) bool {
 	for _, p := range patterns {
 		if ok, _ := path.Match(p, name); !ok {
 			continue
 		}
-		if i := strings.IndexByte(name, '_'); i > 0 && (name[:i] == "KV" || name[:i] == "OBJ") && !strings.HasPrefix(p, name[:i+1]) {
+		if i := strings.IndexByte(name, '_'); i > 0 && (name[:i] == "KV" || name[:i] == "OBJ" || name[:i] == "JSCTL") && !strings.HasPrefix(p, name[:i+1]) {
 			continue
 		}
 		return true

@@ -62,6 +62,12 @@ func (p *planner) countAcks(ctx context.Context, c *Change) error {
 	if err != nil {
 		return jsutil.Wrap(err, "reset consumer %q on %q", c.Consumer, c.Stream)
 	}
+	for _, bad := range info.Corrupt {
+		c.warn("%v: skipped (jsctl acks forget --corrupt removes it)", bad)
+	}
+	if info.Stale > 0 {
+		c.warn("%d sequence-keyed ack records in the range were written for an earlier stream %q: they prove nothing and are not counted", info.Stale, c.Stream)
+	}
 	n := info.Records
 	c.AckRecordsInRange = n
 	if n > 0 && !p.opts.ForgetAcks {

@@ -117,7 +117,7 @@ func (x *executor) executeOne(ctx context.Context, plan *Plan, c *Change) error 
 	in := &Intent{
 		ID: newID(), Stream: c.Stream, Consumer: c.Consumer, Method: c.Method, Target: plan.Target,
 		From: c.From, To: c.To, StartTime: c.StartTime, UndoOf: c.UndoOf,
-		Time: x.opts.Now().UTC(), User: x.opts.User, Host: x.opts.Host,
+		Time: x.opts.Now().UTC(), User: x.opts.User, Host: x.opts.Host, Reason: x.opts.Reason,
 		AcksBucket: x.opts.AcksBucket, AcksScope: x.opts.AcksScope, Auto: x.opts.Method == Auto,
 		StreamCreated: x.streamCreated(),
 	}
@@ -324,8 +324,12 @@ func (x *executor) conclude(ctx context.Context, c *Change, in *Intent, out outc
 	case crashed:
 		return err
 	case unsettled:
+		x.ended(ctx, c, in, OutcomeLeft, err)
 		return err
 	case unchanged, restored:
+		if out == restored {
+			x.ended(ctx, c, in, OutcomeFailed, err)
+		}
 		if c.pauseSent {
 			// Nothing changed (or it was put back): resume it, even
 			// with --keep-paused. Left paused, the intent stays.
@@ -370,7 +374,7 @@ func (x *executor) recordAndComplete(ctx context.Context, c *Change, in *Intent,
 			Stream: c.Stream, Consumer: c.Consumer, Time: x.opts.Now().UTC(), Method: c.Method,
 			Target: in.Target, From: c.From, To: c.To, Verified: c.Verified, UndoOf: c.UndoOf,
 			FromStart: in.FromStart, User: in.User, Host: in.Host,
-			ChangeID: in.ID, Config: in.Config, NewConfig: newCfg, Recovered: recovered,
+			ChangeID: in.ID, Config: in.Config, NewConfig: newCfg, Recovered: recovered, Reason: in.Reason,
 			StreamCreated: in.StreamCreated, Created: in.Created, NewCreated: newCreated(c, in),
 		})
 	}
@@ -384,11 +388,61 @@ func (x *executor) recordAndComplete(ctx context.Context, c *Change, in *Intent,
 	if err := x.endPause(ctx, c, in, false); err != nil {
 		return true, jsutil.Wrap(err, "reset consumer %q on %q: the change was made and recorded, but resuming the consumer failed: it is left paused until %s resumes it", c.Consumer, c.Stream, RecoverCommand(c.Stream, c.Consumer))
 	}
+	switch {
+	case recovered:
+		x.ended(ctx, c, in, OutcomeRecovered, nil)
+	case c.Verified:
+		x.ended(ctx, c, in, OutcomeVerified, nil)
+	default:
+		x.ended(ctx, c, in, OutcomeFailed, errors.New("the change was applied but not verified"))
+	}
+	if x.crash("ended") {
+		return true, errCrashed
+	}
 	if err := x.intents.complete(ctx, in); err != nil {
 		c.warn("the change was made and recorded, but its intent record could not be removed (%v); %s clears it", err, RecoverCommand(c.Stream, c.Consumer))
 	}
 	x.releaseHold(ctx, in)
 	return true, nil
+}
+
+// The outcomes Options.Ended is told.
+const (
+	OutcomeVerified  = "verified"
+	OutcomeFailed    = "failed"
+	OutcomeLeft      = "left"
+	OutcomeRecovered = "recovered"
+)
+
+// Ended is a change whose outcome is known (Options.Ended).
+type Ended struct {
+	Change *Change
+	// Outcome is one of the Outcome constants.
+	Outcome string
+	// ID identifies the outcome: the change's id, or for OutcomeRecovered
+	// the id of the recover run's claim.
+	ID string
+	// Recovers is, for OutcomeRecovered, the interrupted change's id.
+	Recovers string
+	// Target is the change's target in words.
+	Target string
+	// Err is why it failed or was left, nil otherwise.
+	Err error
+}
+
+// ended tells Options.Ended of a change's outcome.
+func (x *executor) ended(ctx context.Context, c *Change, in *Intent, outcome string, err error) {
+	if x.opts.Ended == nil {
+		return
+	}
+	e := Ended{Change: c, Outcome: outcome, ID: in.ID, Target: in.Target.String(), Err: err}
+	if outcome == OutcomeRecovered {
+		e.ID, e.Recovers = in.Claim.id(), in.ID
+		if e.ID == "" {
+			e.ID = newID()
+		}
+	}
+	x.opts.Ended(context.WithoutCancel(ctx), e)
 }
 
 // inHistory reports whether the history holds the change of in (false

@@ -46,6 +46,8 @@ type Record struct {
 	// Recovered says `consumer recover` finished the change after the run
 	// that started it was interrupted.
 	Recovered bool `json:"recovered,omitempty"`
+	// Reason is why the change was made (--reason), "" when none was given.
+	Reason string `json:"reason,omitempty"`
 	// StreamCreated, Created and NewCreated are when the server created
 	// the stream, the consumer before the change and the consumer after it
 	// (nil in records of an older jsctl; see identity.go).

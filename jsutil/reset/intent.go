@@ -85,6 +85,8 @@ type Intent struct {
 	Time  time.Time    `json:"time"`
 	User  string       `json:"user"`
 	Host  string       `json:"host"`
+	// Reason is why the change is made (--reason).
+	Reason string `json:"reason,omitempty"`
 	// Claim names the `consumer recover` run that took the change over
 	// (see intents.claim).
 	Claim *Claim `json:"claim,omitempty"`

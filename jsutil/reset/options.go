@@ -47,6 +47,15 @@ type Options struct {
 	Now func() time.Time
 	// User and Host are recorded in history (defaults: the OS user and host).
 	User, Host string
+	// Reason is why the change is made (--reason): recorded in the intent
+	// and history records.
+	Reason string
+	// Ended, when set, is told of each change once its outcome is known,
+	// before its intent record is removed: a run killed before Ended
+	// returns leaves the change to `consumer recover`, which tells Ended
+	// again (Outcome OutcomeRecovered). jsctl writes the audit event
+	// there. Calls for different consumers may come at once.
+	Ended func(ctx context.Context, e Ended)
 	// IntentBucket is the KV bucket of intent records ("" = IntentBucket).
 	IntentBucket string
 	// Settle bounds how long a change whose reply was lost (a server

@@ -364,6 +364,12 @@ func finish(ctx context.Context, x *executor, s *intents, rc *RecoverChange, opt
 			if err != nil {
 				return jsutil.Wrap(err, "recover consumer %q on %q: resume it", in.Consumer, in.Stream)
 			}
+			if rc.State == StateRecorded {
+				// Made and recorded by the interrupted run, which
+				// may not have lived to say so.
+				c.Applied, c.Verified = true, true
+				x.ended(ctx, c, in, OutcomeRecovered, nil)
+			}
 		}
 		if err := s.complete(ctx, in); err != nil {
 			return err
