@@ -71,7 +71,7 @@ func readers(t *testing.T) map[string]string {
 			cols := strings.Split(line, "|")
 			path := strings.TrimPrefix(strings.Trim(strings.TrimSpace(cols[1]), "`"), "jsctl ")
 			if m := bucketRead.FindStringSubmatch(cols[2]); m != nil {
-				add(path, "reads "+m[1]+" (measured)")
+				add(path, "reads "+m[1]+m[2]+" (measured)")
 			}
 		}
 	}
@@ -92,8 +92,9 @@ func readers(t *testing.T) map[string]string {
 }
 
 var (
-	// bucketRead is a read of a jsctl bucket in the measured publish table.
-	bucketRead = regexp.MustCompile(`\$JS\.API\.(?:STREAM\.INFO|STREAM\.MSG\.GET|DIRECT\.GET|CONSUMER\.CREATE)\.KV_(JSCTL_[A-Z_]+)`)
+	// bucketRead is a read of a jsctl bucket in the measured publish
+	// table, or of the records of jsctl's audit stream (JSCTL_AUDIT).
+	bucketRead = regexp.MustCompile(`\$JS\.API\.(?:(?:STREAM\.INFO|STREAM\.MSG\.GET|DIRECT\.GET|CONSUMER\.CREATE)\.KV_(JSCTL_[A-Z_]+)|(?:STREAM\.MSG\.GET|DIRECT\.GET|CONSUMER\.CREATE)\.(JSCTL_AUDIT))`)
 	// replicaWords: a flag about where a replica's messages came from.
 	replicaWords = regexp.MustCompile(`(?i)\b(mirror|sourc(e|ed|ing))\b.*\b(origin|came from)|origin stream|\borigin\b.*\b(mirror|sourc)`)
 )

@@ -89,6 +89,9 @@ type row struct {
 	record func(c *cell)
 	// use is the command line that reads the record.
 	use func(c *cell) []string
+	// garble, when set, writes the record that does not parse (default:
+	// over the KV record or the file).
+	garble func(c *cell)
 	// hostile overwrites the record with hostile values.
 	hostile func(c *cell)
 	// other overwrites the record with one of the right shape for another
@@ -242,6 +245,10 @@ func (c *cell) inject(r row, f fault) {
 	case fEdited:
 		c.editConsumer()
 	case fUnparsable:
+		if r.garble != nil {
+			r.garble(c)
+			return
+		}
 		if k := c.vals["garbage"]; k != "" {
 			c.kvPut(c.bucket, k, []byte("garbage{{"))
 			return

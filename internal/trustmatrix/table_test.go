@@ -254,6 +254,7 @@ func matrix() []row {
 	ackRows[6].cells[fSame] = expect{kind: used, code: 1, says: "failed records 1 > 0"}
 	ackRows[6].cells[fOtherCfg] = expect{kind: used, code: 1, says: "failed records 1 > 0"}
 	rows = append(rows, ackRows...)
+	rows = append(rows, auditRow())
 	rows = append(rows, pickRows()...)
 	return rows
 }
