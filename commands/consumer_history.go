@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jsctl/jsctl/jsutil/reset"
 )
@@ -22,7 +23,8 @@ JSCTL_RESET_HISTORY: when, by whom, the method, and the old and new position.
 A record that cannot be used (it does not parse, is another consumer's, or
 holds impossible values) is reported on stderr by its key and revision and
 left out; the others are listed. --to-previous refuses while the latest one
-is such a record.
+is such a record. A record of an earlier stream or consumer of the name (deleted
+and created again since) is listed, with a warning naming both creation times.
 
 Examples:
   jsctl consumer history ORDERS billing
@@ -40,6 +42,15 @@ func (c *ConsumerHistoryCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	warnSkipped(env, bad)
+	earlier, err := reset.NotOfThisConsumer(ctx, cl.JS, c.Stream, c.Consumer, recs)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if why := earlier[r.Revision]; why != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: history revision %d is of an earlier %s: %s; --to-previous does not go back to it\n", r.Revision, earlierWhat(why), TermSafe(why))
+		}
+	}
 	if p.JSON {
 		return p.PrintJSON(recs)
 	}
@@ -65,6 +76,15 @@ func (c *ConsumerHistoryCmd) Run(ctx context.Context, env *Env) error {
 	}
 	return p.Table([]string{"REVISION", "TIME", "METHOD", "TARGET", "FROM (DELIVERED/ACK FLOOR)", "TO", "VERIFIED", "UNDO", "BY"}, rows,
 		narrowHeader("FROM (DELIVERED/ACK FLOOR)", "FROM DLV/ACK"), wideOnly("UNDO"))
+}
+
+// earlierWhat is what a record is of an earlier one of: the stream or the
+// consumer, as why (a jsutil.Recreated text) names it.
+func earlierWhat(why string) string {
+	if strings.HasPrefix(why, "stream ") {
+		return "stream"
+	}
+	return "consumer"
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

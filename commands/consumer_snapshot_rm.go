@@ -2,8 +2,10 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/audit"
 	"github.com/jsctl/jsctl/jsutil/positions"
 )
@@ -46,15 +48,32 @@ func (c *ConsumerSnapshotRmCmd) Run(ctx context.Context, env *Env) error {
 	}
 	opts := positionsOptions(env, "")
 	snap, err := positions.Get(ctx, cl.JS, c.Name, opts)
+	unreadable := false
+	if errors.Is(err, jsutil.ErrBadInput) && positions.CheckSnapshotName(c.Name) == nil {
+		// A document that does not read is removed unread (rm is the way
+		// to get rid of it); its events then name no consumer.
+		fmt.Fprintf(env.Stderr, "jsctl: warning: %s: it is removed without being read\n", Escape(err.Error()))
+		snap, unreadable, err = &positions.Snapshot{Name: c.Name}, true, nil
+	}
 	if err != nil {
 		return err
 	}
-	warnNamedAs(env, []*positions.Snapshot{snap})
+	row := []string{snap.Name, "?", "?", "unreadable"}
+	if !unreadable {
+		warnNamedAs(env, []*positions.Snapshot{snap})
+		row = []string{snap.Name, p.TableTime(snap.Created), snapshotWho(snap), fmt.Sprint(snap.Consumers())}
+	}
+	remove := func() error {
+		if unreadable {
+			return positions.Remove(ctx, cl.JS, c.Name, opts)
+		}
+		return positions.RemoveRead(ctx, cl.JS, snap, opts)
+	}
 	l := &listChange{
 		command: "consumer snapshot rm", action: fmt.Sprintf("remove snapshot %q", c.Name),
 		title:   "Remove 1 snapshot from bucket " + positions.Bucket + " (consumers are not touched):",
 		headers: []string{"SNAPSHOT", "SAVED", "BY", "CONSUMERS"},
-		rows:    [][]string{{snap.Name, p.TableTime(snap.Created), snapshotWho(snap), fmt.Sprint(snap.Consumers())}},
+		rows:    [][]string{row},
 		changes: 1,
 		plan: func() any {
 			return map[string]any{"executed": false, "snapshot": map[string]any{
@@ -72,7 +91,7 @@ func (c *ConsumerSnapshotRmCmd) Run(ctx context.Context, env *Env) error {
 			if err != nil {
 				return err
 			}
-			if err := positions.RemoveRead(ctx, cl.JS, snap, opts); err != nil {
+			if err := remove(); err != nil {
 				return ch.close(err)
 			}
 			auditSnapshot(ctx, ch, snap)

@@ -154,3 +154,41 @@ func TestCompareWarnsRecreatedConsumer(t *testing.T) {
 		t.Fatalf("restore plan %+v: %v", plans[0].Changes[0].Warnings, err)
 	}
 }
+
+// TestRemoveUnreadable: rm is the way to remove a document that does not
+// parse or holds values no snapshot may (ls reports and skips them): it
+// removes it without reading it; a name with nothing under it is not
+// found.
+func TestRemoveUnreadable(t *testing.T) {
+	ctx, js := setup(t, 2)
+	if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Save(ctx, js, "kept", "", Selection{Stream: "ORDERS", All: true}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`garbage{{`, `{"version":99,"name":"broken"}`} {
+		if _, err := kv.Put(ctx, "broken", []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Get(ctx, js, "broken", Options{}); err == nil {
+			t.Fatalf("%s reads as a snapshot", bad)
+		}
+		if err := Remove(ctx, js, "broken", Options{}); err != nil {
+			t.Fatalf("remove %s: %v", bad, err)
+		}
+		if _, err := kv.Get(ctx, "broken"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Fatalf("after rm, the key holds something: %v", err)
+		}
+	}
+	if err := Remove(ctx, js, "broken", Options{}); !errors.Is(err, jsutil.ErrNotFound) {
+		t.Fatalf("rm of a removed name: %v, want not found", err)
+	}
+	if _, err := Get(ctx, js, "kept", Options{}); err != nil {
+		t.Fatalf("the other snapshot: %v", err)
+	}
+}

@@ -192,11 +192,36 @@ func Names(ctx context.Context, js jetstream.JetStream, opts Options) ([]string,
 // one is an error wrapping jsutil.ErrNotFound.
 func Remove(ctx context.Context, js jetstream.JetStream, name string, opts Options) error {
 	opts = opts.withDefaults()
-	snap, err := Get(ctx, js, name, opts)
-	if err != nil {
+	if err := CheckSnapshotName(name); err != nil {
 		return err
 	}
-	return RemoveRead(ctx, js, snap, opts)
+	// The document is not read: one that does not parse, or holds values
+	// no snapshot may, is removed all the same (this is the way to).
+	kv, err := openBucket(ctx, js, opts, 0)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return notFound(name)
+	}
+	if err != nil {
+		return fmt.Errorf("remove snapshot %q: %w", name, err)
+	}
+	gctx, gcancel := context.WithTimeout(ctx, opts.Timeout)
+	e, err := kv.Get(gctx, name)
+	gcancel()
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return notFound(name)
+	}
+	if err != nil {
+		return jsutil.Wrap(err, "read snapshot %q", name)
+	}
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	if err := kv.Purge(rctx, name, jetstream.LastRevision(e.Revision())); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return jsutil.Errorf(jsutil.ErrConflict, "remove snapshot %q: it changed while being removed; run the command again", name)
+		}
+		return jsutil.Wrap(err, "remove snapshot %q", name)
+	}
+	return nil
 }
 
 // RemoveRead deletes the snapshot snap as it was read (Get): one saved

@@ -267,3 +267,46 @@ func (p *planner) checkHistory(c *Change, rec *Record, st *consumerState) {
 		c.refuseWith(why, ": its history is of the one before, so there is no earlier position of this one to go back to; to move it, give another target (--to-seq, --to-time, --to-ack-floor)")
 	}
 }
+
+// NotOfThisConsumer says, per revision, which of a consumer's history
+// records (recs) are of an earlier stream or consumer of the name: the
+// stream or the consumer was deleted and created again since the record
+// was written. Those records are kept (they are what happened), but they
+// say nothing of the stream and the consumer as they are now. Records by
+// an older jsctl (no creation times) are not judged.
+func NotOfThisConsumer(ctx context.Context, js jetstream.JetStream, stream, consumer string, recs []Record) (map[uint64]string, error) {
+	out := map[uint64]string{}
+	if len(recs) == 0 {
+		return out, nil
+	}
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, jsutil.Wrap(err, "stream %q", stream)
+	}
+	var now *jsutil.Identity
+	if c, err := s.Consumer(ctx, consumer); err == nil {
+		id := jsutil.ConsumerIdentity(c.CachedInfo())
+		now = &id
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, jsutil.Wrap(err, "consumer %q on %q", consumer, stream)
+	}
+	streamNow := jsutil.StreamIdentity(s.CachedInfo())
+	for _, rec := range recs {
+		if rec.StreamCreated == nil {
+			continue
+		}
+		since := fmt.Sprintf("history revision %d was recorded", rec.Revision)
+		why := jsutil.RecordedStream(stream, rec.StreamCreated).Check(streamNow, since)
+		if why == nil && now != nil {
+			made := rec.NewCreated
+			if made == nil {
+				made = rec.Created
+			}
+			why = jsutil.RecordedConsumer(stream, consumer, made).Check(*now, since)
+		}
+		if why != nil {
+			out[rec.Revision] = why.Error()
+		}
+	}
+	return out, nil
+}

@@ -124,6 +124,10 @@ type Unfinished struct {
 	Paused bool `json:"paused,omitempty"`
 	// Command finishes it.
 	Command string `json:"command"`
+	// Stale, when set, says why the change no longer applies to the
+	// consumer of the name as it is now (its stream or the consumer was
+	// created again, or it was edited since): recover does not finish it.
+	Stale string `json:"stale,omitempty"`
 }
 
 // String says it for people, naming the command that finishes it.
@@ -131,6 +135,10 @@ func (u Unfinished) String() string {
 	paused := ""
 	if u.Paused {
 		paused = ", and it paused the consumer"
+	}
+	if u.Stale != "" {
+		return fmt.Sprintf("consumer %q on %q: the record of an unfinished %s (change %s, started %s by %s@%s%s) does not apply to it: %s; recover will not finish it, and its plan says what it does: %s",
+			u.Consumer, u.Stream, u.Method, esc(u.ChangeID), u.Started.UTC().Format(time.RFC3339), esc(u.User), esc(u.Host), paused, u.Stale, strings.TrimSuffix(u.Command, " --execute"))
 	}
 	return fmt.Sprintf("consumer %q on %q has an unfinished %s (change %s, started %s by %s@%s%s); finish it with: %s",
 		u.Consumer, u.Stream, u.Method, esc(u.ChangeID), u.Started.UTC().Format(time.RFC3339), esc(u.User), esc(u.Host), paused, u.Command)

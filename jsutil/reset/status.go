@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
@@ -93,6 +95,45 @@ func (st *Status) attach(in *Intent) {
 	}
 }
 
+// attachChecked is attach for a consumer that exists (cs): an intent
+// recorded for an earlier stream or consumer of the name, or for a
+// consumer edited since, is attached with the reason it no longer applies
+// (recover leaves such a consumer as it is), never as a change to finish.
+func (p *planner) attachChecked(st *Status, in *Intent, cs *consumerState) {
+	st.attach(in)
+	if in == nil || cs == nil {
+		return
+	}
+	st.Unfinished.Stale = p.staleReason(in, cs)
+}
+
+// staleReason says why in no longer applies to the consumer as it is now
+// (cs), "" when it may: the stream or the consumer was deleted and created
+// again since the change started, or the configuration was edited since.
+func (p *planner) staleReason(in *Intent, cs *consumerState) string {
+	if why := p.streamRecreated(in.StreamCreated, "the change started"); why != "" {
+		return why
+	}
+	if in.StreamCreated == nil {
+		return "" // an older jsctl's record: recover decides by the configuration
+	}
+	if !cs.madeAt(in.Created) && !cs.madeAt(in.NewCreated) && !in.Creating {
+		return fmt.Sprintf("consumer %q on %q was deleted and created again by someone else since the change started (created %s; the change found it created %s)",
+			in.Consumer, in.Stream, timeText(cs.createdAt()), timeText(in.Created))
+	}
+	if cs.madeAt(in.Created) {
+		oldCfg, err := rawOf(in.Config)
+		cur := cs.raw
+		if in.Pause != nil {
+			cur, oldCfg = cur.withoutPause(), oldCfg.withoutPause()
+		}
+		if err == nil && len(oldCfg) > 0 && !sameExceptStart(cur, oldCfg) {
+			return strings.TrimSuffix(editedReason(oldCfg, cur), ": left as it is")
+		}
+	}
+	return ""
+}
+
 // Describe reads one consumer's status.
 func Describe(ctx context.Context, js jetstream.JetStream, stream, consumer string, now time.Time) (*Status, error) {
 	p, err := newPlanner(ctx, js, stream, Options{})
@@ -109,7 +150,7 @@ func Describe(ctx context.Context, js jetstream.JetStream, stream, consumer stri
 		return nil, jsutil.Wrap(err, "consumer %q on %q", consumer, stream)
 	}
 	s := p.status(ctx, st, now)
-	s.attach(pending[consumer])
+	p.attachChecked(s, pending[consumer], st)
 	if len(bad) > 0 {
 		s.SkippedRecords = bad
 	}
@@ -157,7 +198,7 @@ func ListChecked(ctx context.Context, js jetstream.JetStream, stream string, now
 			return nil, nil, jsutil.Wrap(err, "consumer %q on %q", n, stream)
 		}
 		s := p.status(ctx, st, now)
-		s.attach(pending[n])
+		p.attachChecked(s, pending[n], st)
 		out = append(out, s)
 	}
 	return out, bad, nil

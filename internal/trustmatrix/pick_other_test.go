@@ -1,0 +1,6 @@
+//go:build !linux
+
+package trustmatrix
+
+// pickRows: pick's cells drive a pseudo-terminal (Linux only here).
+func pickRows() []row { return nil }
