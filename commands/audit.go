@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/audit"
@@ -32,7 +33,10 @@ consumer, by whom, the outcome (ok: verified) with the ack floor before and afte
 and the reason; --json prints each event
 as one JSON line (the schema is in docs/audit.md). --follow then waits for new
 events until Ctrl-C. Messages on the stream that are not events jsctl can read
-are reported on stderr by their sequence and skipped.
+are reported on stderr by their sequence and skipped. TIME is when the server
+stored the event; an event whose fields cannot be true (a time after it was
+stored, sequences no stream reaches) is marked (!) and each such field is a
+warning on stderr.
 
 Examples:
   jsctl audit ORDERS --since -1d
@@ -92,6 +96,10 @@ func (c *AuditCmd) Run(ctx context.Context, env *Env) error {
 	header := false
 	err = audit.Read(ctx, cl.JS, q, func(e *audit.Event) error {
 		n++
+		for _, w := range e.Warnings {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: audit event %s (%s %s/%s, stored %s) cannot be true: %s\n",
+				TermSafe(e.ID), TermSafe(string(e.Action)), TermSafe(e.Stream.Name), TermSafe(e.Consumer.Name), e.Stored.UTC().Format(time.RFC3339Nano), TermSafe(w))
+		}
 		if p.JSON {
 			return p.PrintJSONLine(e)
 		}
@@ -134,7 +142,9 @@ var auditHeader = fmt.Sprintf("%-*s %-*s %-*s %-*s %s", auditTimeW, "TIME", audi
 // auditLine is one event as a table line of at most 80 columns: names cut
 // with "…" (escaped first, so no name can garble the terminal).
 func auditLine(p *Printer, e *audit.Event) string {
-	t := e.Time.In(p.Loc).Format("01-02 15:04:05")
+	// The time the server stored the event: the event's own time is
+	// whatever its publisher wrote (--json has both).
+	t := e.Stored.In(p.Loc).Format("01-02 15:04:05")
 	obj := Escape(e.Stream.Name)
 	if e.Consumer.Name != "" {
 		obj += "/" + Escape(e.Consumer.Name)
@@ -143,8 +153,12 @@ func auditLine(p *Printer, e *audit.Event) string {
 	if n := e.NATS.String(); n != "" {
 		by = n
 	}
+	change := auditChange(e)
+	if len(e.Warnings) > 0 {
+		change = "(!) " + change // its fields cannot all be true: see the warnings
+	}
 	line := fmt.Sprintf("%-*s %-*s %-*s %-*s %s", auditTimeW, t, auditActionW, cutRunes(string(e.Action), auditActionW),
-		auditObjectW, cutRunes(obj, auditObjectW), auditByW, cutRunes(Escape(by), auditByW), auditChange(e))
+		auditObjectW, cutRunes(obj, auditObjectW), auditByW, cutRunes(Escape(by), auditByW), change)
 	return cutRunes(line, auditLineW)
 }
 

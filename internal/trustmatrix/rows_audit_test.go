@@ -1,6 +1,8 @@
 package trustmatrix
 
 import (
+	"strings"
+
 	"github.com/nats-io/nats.go"
 )
 
@@ -43,6 +45,13 @@ func auditRow() row {
 		},
 		hostile: func(c *cell) {
 			put(c, c.editJSON(event(c, c.C), func(m map[string]any) { hostileWalk(c, m) }))
+		},
+		check: func(c *cell, f fault, r result) {
+			// The forged event is listed at the time the server stored
+			// it, marked, never at the time it claims.
+			if f == fHostile && (!strings.Contains(r.stdout, "(!)") || strings.Contains(r.stdout, "12-31 23:59:59") || !strings.Contains(r.stderr, "9999-12-31T23:59:59Z is after the server stored the event")) {
+				c.t.Errorf("the forged event is not marked, or is shown at its own time:\n%s", r)
+			}
 		},
 		cells: map[fault]expect{
 			fStream:     holds("reset"),

@@ -172,6 +172,13 @@ type ScopeStats struct {
 	// DeadLetterPending those whose dead letter is not yet published.
 	DeadLettered      int `json:"dead_lettered"`
 	DeadLetterPending int `json:"dead_letter_pending"`
+	// Unreadable has the error of each record counted in Corrupt (a
+	// *CorruptRecord, naming its key); StaleList the records counted in
+	// StaleRecords (Record.Stale says why each proves nothing). Callers
+	// that count what a scope holds of the current stream leave both out
+	// and report them (acks ls lists them).
+	Unreadable []error  `json:"-"`
+	StaleList  []Record `json:"-"`
 }
 
 // retentionTracker finds the retention of a scope's newest record, or,
@@ -364,7 +371,7 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 			seqKeyed = append(seqKeyed, r)
 		}
 		return nil
-	}, func(error) { st.Corrupt++; st.Records++ })
+	}, func(err error) { st.Corrupt++; st.Records++; st.Unreadable = append(st.Unreadable, err) })
 	if err != nil {
 		return st, err
 	}
@@ -372,6 +379,7 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 	for _, r := range seqKeyed {
 		if r.Stale != "" {
 			st.StaleRecords++
+			st.StaleList = append(st.StaleList, r)
 			if r.State == StateDone && compactable(floors, r.Seq) {
 				st.Compactable--
 			}

@@ -133,6 +133,13 @@ type Event struct {
 	Error  string         `json:"error,omitempty"`
 	// JsctlVersion is the version of the jsctl that wrote the event.
 	JsctlVersion string `json:"jsctl_version"`
+
+	// Stored and Warnings are not written by commands: Read sets them,
+	// whatever the message holds. Stored is when the server stored the
+	// event's message (the one time no publisher chooses); Warnings say
+	// which of the event's own fields cannot be true (see Implausible).
+	Stored   time.Time `json:"stored,omitzero"`
+	Warnings []string  `json:"warnings,omitempty"`
 }
 
 // NewID is a new change id (16 hex digits), for a change that has none of

@@ -110,7 +110,7 @@ func Read(ctx context.Context, js jetstream.JetStream, q Query, each func(*Event
 			if bad != nil {
 				bad(Bad{Seq: md.Sequence.Stream, Subject: m.Subject(), Problem: "the event names another action, stream or consumer than its subject"})
 			}
-		} else if q.match(e, md.Timestamp) {
+		} else if e.Stored, e.Warnings = md.Timestamp, e.Implausible(md.Timestamp); q.match(e, md.Timestamp) {
 			if err := each(e); err != nil {
 				return err
 			}

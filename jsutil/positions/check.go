@@ -269,12 +269,24 @@ func (r *Result) evaluate(c *Consumer, th Thresholds, now time.Time) {
 	}
 	if th.needsAcks() {
 		var failed, stale int
+		var unreadable []string
 		if r.AckRecords != nil {
-			failed, stale = r.AckRecords.Failed, r.AckRecords.StaleClaims
+			failed, stale, unreadable = r.AckRecords.Failed, r.AckRecords.StaleClaims, r.AckRecords.Unreadable
 		}
-		r.measure(MetricFailedRecords, float64(failed), th.FailedRecords)
-		if th.StaleClaims.set() {
-			r.measure(MetricStaleClaims, float64(stale), th.StaleClaims)
+		if len(unreadable) > 0 {
+			// A record that does not read could be a failed record or a
+			// claim: the counts are not known (UNKNOWN with a threshold
+			// on them), and the line names every such record by key.
+			why := fmt.Sprintf("%d ack records of scope %s do not read (jsctl acks forget removes them): %s", len(unreadable), r.AckRecords.Scope, listSome(unreadable, 5))
+			r.unknown(MetricFailedRecords, why, th.FailedRecords)
+			if th.StaleClaims.set() {
+				r.unknown(MetricStaleClaims, why, th.StaleClaims)
+			}
+		} else {
+			r.measure(MetricFailedRecords, float64(failed), th.FailedRecords)
+			if th.StaleClaims.set() {
+				r.measure(MetricStaleClaims, float64(stale), th.StaleClaims)
+			}
 		}
 	}
 }
@@ -343,6 +355,16 @@ func formatValue(unit string, v float64) string {
 // Summary is a short description of a result for people: its problems, or
 // the lag when there are none.
 func (r *Result) Summary() string {
+	s := r.summary()
+	if r.AckRecords != nil && len(r.AckRecords.Ignored) > 0 {
+		// Records of an earlier stream of the name are not counted; the
+		// text says so (the JSON has them in ack_records.ignored).
+		s += "; warning: " + strings.Join(r.AckRecords.Ignored, "; warning: ")
+	}
+	return s
+}
+
+func (r *Result) summary() string {
 	if len(r.Problems) > 0 {
 		return strings.Join(r.Problems, ", ")
 	}
@@ -360,4 +382,12 @@ func (r *Result) Summary() string {
 		}
 	}
 	return fmt.Sprintf("lag %s messages (%s)", formatValue("", lag), lagTime)
+}
+
+// listSome joins the first n of list, counting the rest.
+func listSome(list []string, n int) string {
+	if len(list) <= n {
+		return strings.Join(list, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(list[:n], "; "), len(list)-n)
 }

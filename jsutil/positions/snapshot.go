@@ -235,6 +235,9 @@ func Take(ctx context.Context, js jetstream.JetStream, name, description string,
 			if cs.AckRecords, err = ar.scope(ctx, g.stream, cname, false, opts.Now()); err != nil {
 				return nil, jsutil.Wrap(err, "snapshot %q: ack records of consumer %q on %q", name, cname, g.stream)
 			}
+			for _, w := range cs.AckRecords.Problems() {
+				snap.Warnings = append(snap.Warnings, fmt.Sprintf("consumer %q on %q: %s", cname, g.stream, w))
+			}
 			ss.Consumers = append(ss.Consumers, cs)
 		}
 		snap.Streams = append(snap.Streams, ss)
