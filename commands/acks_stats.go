@@ -107,16 +107,24 @@ func seqText(s uint64) string {
 // ranges and records of an earlier stream of the name.
 func reportFloors(env *Env, stats []acks.ScopeStats) {
 	for _, s := range stats {
-		for _, f := range s.Floors {
-			if f.Corrupt != "" {
-				fmt.Fprintf(env.Stderr, "jsctl: warning: the floor of consumer %s in scope %s is corrupt (ignored, FLOOR shows 0): %s\n", Escape(f.Consumer), Escape(s.Scope), Escape(f.Corrupt))
-			}
-			for _, w := range f.Stale {
-				fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(w))
-			}
+		reportIgnored(env, s.Scope, s.Floors, s.StaleRecords, "FLOOR shows 0", "acks ls shows them")
+	}
+}
+
+// reportIgnored warns of what a scope's floors and records hold that is
+// ignored: corrupt floors (the scope's floor then counts as 0: shown as
+// zero), ranges of an earlier stream of the name, and staleRecords
+// sequence-keyed records of one (where tells what to do with them).
+func reportIgnored(env *Env, scope string, floors []acks.Floor, staleRecords int, zero, where string) {
+	for _, f := range floors {
+		if f.Corrupt != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: the floor of consumer %s in scope %s is corrupt (ignored, %s): %s\n", Escape(f.Consumer), Escape(scope), zero, Escape(f.Corrupt))
 		}
-		if s.StaleRecords > 0 {
-			fmt.Fprintf(env.Stderr, "jsctl: warning: scope %s holds %d sequence-keyed records of an earlier stream of the name (they prove nothing; acks ls shows them)\n", Escape(s.Scope), s.StaleRecords)
+		for _, w := range f.Stale {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(w))
 		}
+	}
+	if staleRecords > 0 {
+		fmt.Fprintf(env.Stderr, "jsctl: warning: scope %s holds %d sequence-keyed records of an earlier stream of the name (they prove nothing; %s)\n", Escape(scope), staleRecords, where)
 	}
 }

@@ -66,6 +66,16 @@ func TestRecreatedStreamRecordsProveNothing(t *testing.T) {
 			if recs, err := f.st.Compactable(ctx, "ORDERS.c"); err != nil || len(recs) != 0 {
 				t.Fatalf("compactable after the stream was recreated: %d records %v", len(recs), err)
 			}
+			// ... and says what it ignores: the range, and the records
+			// keyed by the earlier stream's sequences.
+			plan, err := f.st.PlanCompact(ctx, "ORDERS.c")
+			wantStale := 0
+			if tc.opts != nil {
+				wantStale = 5
+			}
+			if err != nil || plan.Floor != 0 || len(plan.Records) != 0 || len(plan.Floors) != 1 || len(plan.Floors[0].Stale) != 1 || plan.StaleRecords != wantStale {
+				t.Fatalf("compact plan after the stream was recreated: %+v %v", plan, err)
+			}
 			stats, err := f.st.Stats(ctx, "ORDERS.c")
 			if err != nil || stats.Floor != 0 || len(stats.Floors) != 1 || len(stats.Floors[0].Stale) != 1 {
 				t.Fatalf("stats: floor %d floors %+v %v", stats.Floor, stats.Floors, err)

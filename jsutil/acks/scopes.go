@@ -105,14 +105,42 @@ func (s *Store) Compact(ctx context.Context, scope string) (int, error) {
 // A record that does not read is skipped (Compact leaves it); bad, when not
 // nil, is given each (a *CorruptRecord).
 func (s *Store) Compactable(ctx context.Context, scope string, bad ...func(error)) ([]Record, error) {
+	c, err := s.PlanCompact(ctx, scope, bad...)
+	return c.Records, err
+}
+
+// Compaction is what Compact would do in a scope, and what it ignores.
+type Compaction struct {
+	// Floor is the scope's floor (ScopeFloor); Floors are its consumers'
+	// floors as judged: a corrupt one (Floor.Corrupt) and the ranges of an
+	// earlier stream of the name (Floor.Stale) cover nothing.
+	Floor  uint64
+	Floors []Floor
+	// Records are the done records every floor covers (Compact deletes
+	// them). StaleRecords counts the sequence-keyed records of the scope
+	// of an earlier stream of the name (see Record.Stale): they prove
+	// nothing and are kept, whatever the floors cover.
+	Records      []Record
+	StaleRecords int
+}
+
+// PlanCompact finds what Compact would delete in scope, with the floors
+// and the records it ignores. A record that does not read is skipped; bad,
+// when not nil, is given each (a *CorruptRecord).
+func (s *Store) PlanCompact(ctx context.Context, scope string, bad ...func(error)) (Compaction, error) {
+	var c Compaction
 	floors, err := s.checkedFloors(ctx, scope)
-	if err != nil || len(floors) == 0 {
-		return nil, err
+	if err != nil {
+		return c, err
 	}
-	var recs []Record
+	c.Floors, c.Floor = floors, lowestFloor(floors)
+	var seqKeyed []Record
 	err = s.scanRecords(ctx, scope, func(r Record) error {
+		if r.KeyFrom == KeyFromSequence {
+			seqKeyed = append(seqKeyed, r)
+		}
 		if r.State == StateDone && compactable(floors, r.Seq) {
-			recs = append(recs, r)
+			c.Records = append(c.Records, r)
 		}
 		return nil
 	}, func(err error) {
@@ -121,12 +149,20 @@ func (s *Store) Compactable(ctx context.Context, scope string, bad ...func(error
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("compact ack records of scope %q: %w", ScopeDisplay(scope), err)
+		return c, fmt.Errorf("compact ack records of scope %q: %w", ScopeDisplay(scope), err)
 	}
 	// A record of an earlier stream of the name is not this stream's
 	// message, whatever the floor covers: it is left for acks forget.
-	s.judge(ctx, recs)
-	return slices.DeleteFunc(recs, func(r Record) bool { return r.Stale != "" }), nil
+	s.judge(ctx, seqKeyed)
+	stale := map[string]bool{}
+	for _, r := range seqKeyed {
+		if r.Stale != "" {
+			c.StaleRecords++
+			stale[r.KVKey] = true
+		}
+	}
+	c.Records = slices.DeleteFunc(c.Records, func(r Record) bool { return stale[r.KVKey] })
+	return c, nil
 }
 
 // ScopeStats summarises one scope.
