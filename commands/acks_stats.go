@@ -26,7 +26,9 @@ consumer floors when no record is left), capped by the bucket's max age if it ha
 "default" marks a scope whose records do not say (written by an earlier version).
 --json adds retention_ns (the newest record's), retention_min_ns and retention_max_ns
 (the range the records carry), retention_from ("records" or "default"), max_age_ns,
-dead_lettered and dead_letter_pending.
+dead_lettered and dead_letter_pending. A record that does not read (or is not what its
+key says: another message's, another scope's) is counted in CORRUPT and named by key on
+standard error (--json: corrupt_keys); jsctl acks forget --corrupt removes such records.
 
 Examples:
   jsctl acks stats
@@ -57,8 +59,11 @@ func (c *AcksStatsCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	stats := make([]acks.ScopeStats, 0, len(scopes))
+	// The text names each unreadable record by key, with why (--json
+	// lists the keys: corrupt_keys).
+	var bad []error
 	for _, sc := range scopes {
-		s, err := st.Stats(ctx, sc)
+		s, err := st.Stats(ctx, sc, func(err error) { bad = append(bad, err) })
 		if err != nil {
 			return err
 		}
@@ -66,6 +71,9 @@ func (c *AcksStatsCmd) Run(ctx context.Context, env *Env) error {
 	}
 	if p.JSON {
 		return p.PrintJSON(stats)
+	}
+	for _, err := range bad {
+		reportCorrupt(env, err)
 	}
 	reportFloors(env, stats)
 	if len(stats) == 0 {

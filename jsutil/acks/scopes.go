@@ -172,10 +172,14 @@ type ScopeStats struct {
 	Claims  int    `json:"claims"`
 	Done    int    `json:"done"`
 	Failed  int    `json:"failed"`
-	Corrupt int    `json:"corrupt"`
-	Bytes   int    `json:"bytes"`
-	MinSeq  uint64 `json:"min_seq"`
-	MaxSeq  uint64 `json:"max_seq"`
+	// Corrupt counts the records that do not read (or are not what their
+	// key says: another message's, another scope's), skipped everywhere;
+	// CorruptKeys names them (acks forget --corrupt removes them).
+	Corrupt     int      `json:"corrupt"`
+	CorruptKeys []string `json:"corrupt_keys"`
+	Bytes       int      `json:"bytes"`
+	MinSeq      uint64   `json:"min_seq"`
+	MaxSeq      uint64   `json:"max_seq"`
 	// Floor is the lowest floor of the scope's consumers (0 when one is
 	// corrupt or there is none); Floors has each consumer's.
 	Floor  uint64  `json:"floor"`
@@ -347,9 +351,11 @@ func (s *Store) Scopes(ctx context.Context) ([]string, error) {
 }
 
 // Stats summarises scope's records and floors; an unknown scope is an
-// error wrapping jsutil.ErrNotFound.
-func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
-	st := ScopeStats{Scope: ScopeDisplay(scope), MaxAgeNS: int64(s.maxAge)}
+// error wrapping jsutil.ErrNotFound. A record that does not read is
+// counted and named (ScopeStats.CorruptKeys); bad, when not nil, is given
+// each (a *CorruptRecord, whose error says why).
+func (s *Store) Stats(ctx context.Context, scope string, bad ...func(error)) (ScopeStats, error) {
+	st := ScopeStats{Scope: ScopeDisplay(scope), MaxAgeNS: int64(s.maxAge), CorruptKeys: []string{}}
 	var rt retentionTracker
 	if err := CheckScope(scope); err != nil {
 		return st, err
@@ -400,7 +406,17 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 			seqKeyed = append(seqKeyed, r)
 		}
 		return nil
-	}, func(error) { st.Corrupt++; st.Records++ })
+	}, func(err error) {
+		st.Corrupt++
+		st.Records++
+		var ce *CorruptRecord
+		if errors.As(err, &ce) {
+			st.CorruptKeys = append(st.CorruptKeys, ce.Record.KVKey)
+		}
+		for _, b := range bad {
+			b(err)
+		}
+	})
 	if err != nil {
 		return st, err
 	}
