@@ -277,9 +277,14 @@ type RangeInfo struct {
 	Records int
 	// Corrupt lists the records of the scope that do not read (skipped;
 	// each error names its key). Stale counts the sequence-keyed records
-	// in the range of an earlier stream of the name (not in Records).
-	Corrupt []error
-	Stale   int
+	// in the range of an earlier stream of the name (not in Records);
+	// StaleWhy is the first one's Record.Stale (naming the scope and both
+	// creation times), StaleFrom and StaleTo the lowest and highest
+	// sequence they were keyed by.
+	Corrupt            []error
+	Stale              int
+	StaleWhy           string
+	StaleFrom, StaleTo uint64
 	// Retention is the retention in effect in the scope (see ScopeStats);
 	// RetentionKnown is false when no record of the scope says it.
 	Retention      time.Duration
@@ -320,6 +325,13 @@ func (s *Store) RangeRecords(ctx context.Context, scope string, from, to uint64)
 		if r.Stale != "" {
 			info.Records--
 			info.Stale++
+			if info.StaleWhy == "" {
+				info.StaleWhy = r.Stale
+			}
+			if info.StaleFrom == 0 || r.Seq < info.StaleFrom {
+				info.StaleFrom = r.Seq
+			}
+			info.StaleTo = max(info.StaleTo, r.Seq)
 		}
 	}
 	var from2 string
