@@ -168,7 +168,8 @@ func acksTable(p *Printer, recs []acks.Record) error {
 			stateText(r), p.TableTime(r.Time), strconv.FormatUint(r.Fence, 10), strconv.FormatUint(r.Deliveries, 10), r.Worker, lease,
 		})
 	}
-	return p.Table([]string{"SCOPE", "KEY", "KEY FROM", "SEQ", "STATE", "TIME", "FENCE", "DELIVERIES", "WORKER", "LEASE EXPIRES"}, rows)
+	return p.Table([]string{"SCOPE", "KEY", "KEY FROM", "SEQ", "STATE", "TIME", "FENCE", "DELIVERIES", "WORKER", "LEASE EXPIRES"}, rows,
+		wideOnly("KEY FROM", "FENCE", "LEASE EXPIRES"))
 }
 
 // stateText is a record's state for tables: a failed record says how many

@@ -88,7 +88,8 @@ func (c *AcksStatsCmd) Run(ctx context.Context, env *Env) error {
 			strconv.Itoa(s.Compactable), retentionText(s),
 		})
 	}
-	return p.Table([]string{"SCOPE", "RECORDS", "CLAIMS", "DONE", "FAILED", "CORRUPT", "BYTES", "MIN SEQ", "MAX SEQ", "FLOOR", "COMPACTABLE", "RETENTION"}, rows)
+	return p.Table([]string{"SCOPE", "RECORDS", "CLAIMS", "DONE", "FAILED", "CORRUPT", "BYTES", "MIN SEQ", "MAX SEQ", "FLOOR", "COMPACTABLE", "RETENTION"}, rows,
+		wideOnly("DONE", "BYTES", "MIN SEQ", "MAX SEQ", "RETENTION"))
 }
 
 // retentionText is a scope's retention for the table.

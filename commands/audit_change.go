@@ -38,7 +38,7 @@ func (f auditFlags) validate() error {
 }
 
 // needReason refuses a change without --reason under --require-reason
-// (exit 2). askApply and askOne call it before they ask or apply, and
+// (exit 2). askApply calls it before it asks or applies, and
 // beginChange again, so no changing command skips it.
 func (e *Env) needReason(action string) error {
 	if e.Globals.RequireReason && strings.TrimSpace(e.Globals.Reason) == "" {

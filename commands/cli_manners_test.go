@@ -25,7 +25,7 @@ func TestHelpWithoutACommand(t *testing.T) {
 		{nil, "Usage: jsctl <command> [flags]"},
 		{[]string{"help"}, "Usage: jsctl <command> [flags]"},
 		{[]string{"help", "consumer", "reset"}, "Usage: jsctl consumer reset"},
-		{[]string{"help", "times"}, "Unix seconds"},
+		{[]string{"help", "times"}, `Unix time            "1795946400"`},
 		{[]string{"help", "exit-codes"}, "7  permission denied by the server"},
 		{[]string{"help", "connecting"}, "NATS_CONTEXT"},
 		{[]string{"help", "permissions"}, "JSCTL_RESET_INTENTS"},

@@ -45,9 +45,14 @@ func scriptPath(t *testing.T, shell string) string {
 // 30s on a loaded 2-core machine.
 func runShell(t *testing.T, shell string, env []string, args ...string) string {
 	t.Helper()
+	return runShellIn(t, t.TempDir(), shell, env, args...)
+}
+
+// runShellIn is runShell with home as $HOME and working directory.
+func runShellIn(t *testing.T, home, shell string, env []string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	home := t.TempDir()
 	cmd := exec.CommandContext(ctx, requireShell(t, shell), args...)
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
@@ -261,5 +266,41 @@ done`
 		if got[i] != l.want {
 			t.Errorf("zsh _jsctl after %q = %q, want %q", l.line, got[i], l.want)
 		}
+	}
+}
+
+// TestCompletionZshDocSteps follows docs/completion.md's zsh steps
+// literally on a fresh account (an empty home and ZDOTDIR: no .zshrc, no
+// compinit), then starts an interactive zsh, which reads only what the
+// steps wrote, and checks that jsctl completes there.
+func TestCompletionZshDocSteps(t *testing.T) {
+	requireShell(t, "zsh")
+	b, err := os.ReadFile(filepath.Join("..", "docs", "completion.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "# zsh")
+	end := strings.Index(doc, "# fish")
+	if start < 0 || end < start {
+		t.Fatal("docs/completion.md has no zsh steps between \"# zsh\" and \"# fish\"")
+	}
+	var steps []string
+	for _, l := range strings.Split(doc[start:end], "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			steps = append(steps, l)
+		}
+	}
+	if len(steps) < 2 {
+		t.Fatalf("zsh steps: %q", steps)
+	}
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "ZDOTDIR=" + home}
+	// The steps, run by zsh as a user would type them (-f: no startup files).
+	runShellIn(t, home, "zsh", env, "-f", "-c", strings.Join(steps, "\n"))
+	// A new interactive shell: it reads $ZDOTDIR/.zshrc, nothing else.
+	out := runShellIn(t, home, "zsh", env, "-i", "-c", `print -r -- "comps=$_comps[jsctl]"; whence -w _jsctl`)
+	if !strings.Contains(out, "comps=_jsctl") || !strings.Contains(out, "_jsctl: function") {
+		t.Fatalf("after the documented steps, a new zsh does not complete jsctl:\n%s\nsteps:\n%s", out, strings.Join(steps, "\n"))
 	}
 }

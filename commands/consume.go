@@ -44,91 +44,17 @@ type ConsumeCmd struct {
 	serviceFlags                     // --metrics-listen, --metrics-linger (consume_service.go)
 }
 
-// Help is the long help of consume.
+// Help is the long help of consume: short, so that the flags come soon;
+// the handler's contract is the help topic "handler" (consumeHandlerHelp).
 func (ConsumeCmd) Help() string {
-	return `Runs CMD (through sh -c; on Windows cmd /d /s /c; or --shell) once per message of a
-durable pull consumer, keeping an
-ack record per message in a JetStream KV bucket, so a redelivered message
-(restart, lost ack, ack timeout, several workers, a rewind) does not run CMD again.
+	return `Runs CMD (through sh -c; on Windows cmd /d /s /c; or --shell) once per message of
+a durable pull consumer, keeping an ack record per message in a JetStream KV
+bucket, so a redelivered message (restart, lost ack, ack timeout, several workers,
+a rewind) does not run CMD again. Exit 0 marks the message done; any other status
+releases it for redelivery. --json prints one line per delivery and a summary.
 
-CMD gets the payload on stdin and, in its environment: JSCTL_STREAM,
-JSCTL_CONSUMER, JSCTL_SEQ, JSCTL_SUBJECT, JSCTL_TIME (RFC 3339, UTC), JSCTL_KEY
-(the dedup key, escaped: printable characters as they are, a backslash as \\,
-newline, tab and return as \n, \t, \r, other unprintable characters as \uXXXX
-(\UXXXXXXXX beyond U+FFFF), bytes that are not UTF-8 as \xHH), JSCTL_KEY_B64 (the
-key's raw bytes in base64), JSCTL_KEY_SPEC (what produced the key), JSCTL_FENCE
-(the claim's revision: a fencing token that grows with every claim),
-JSCTL_DELIVERIES and JSCTL_SCOPE. Message content never goes into the command
-line. Exit 0 marks the message done; any other status releases it for redelivery
-after --retry-delay, doubling per failed delivery. After --max-failures failed
-deliveries (or the consumer's max deliver) the message fails for good: a failed
-record is kept, the message is published to --dead-letter if given, then
-terminated. CMD's output goes to jsctl's standard error.
-
-CMD's exit decides, not its children: once CMD has exited, jsctl waits 1s for its
-output to end, then judges by its exit status. A process CMD started that still
-holds its stdout or stderr then gets SIGTERM and is named in a warning; one whose
-output is redirected (cmd >/dev/null 2>&1 &) is left alone. CMD runs in its own
-process group, and when jsctl stops CMD (a lost lease, --stop-timeout) the whole
-group gets SIGTERM, then SIGKILL 5s later (on Windows: a job object of its own gets
-CTRL_BREAK, then is terminated).
-
-Keys (--key, repeatable; the parts of several are joined with "|", a "|" or "\"
-inside a part escaped with "\"):
-  header:NAME   a header's value (--key-header NAME is the same)
-  json:PATH     a field of a JSON payload: order.id, items[0].sku, [2]
-  subject:N     the Nth subject token, from 1; subject: the whole subject
-  seq           the stream sequence
-A message without its key is keyed by its stream sequence, or with --key-required
-fails for good. Records keep the spec that made their key (jsctl acks get shows it).
-
-A message whose claim another live worker holds is deferred (busy). A message whose
-key is already done is acked without running CMD (duplicate), or with --on-duplicate
-run, CMD runs with JSCTL_DUPLICATE=1, JSCTL_DUPLICATE_SEQ and JSCTL_DUPLICATE_TIME
-(the earlier record's message and when it was done), holding no claim and changing
-no record. A different payload under a done key is reported (--on-mismatch report),
-run with JSCTL_MISMATCH=1 (run), or fails for good (fail).
-
-Records are kept for --retention (a per-record TTL, 7 days by default); the
-consumer's floor still marks their messages done after they expire. A bucket that
-consume creates takes --retention, --replicas and --storage.
-
-Dead letters (--dead-letter SUBJECT): the payload and headers (Nats-* headers renamed
-Jsctl-Original-Nats-*) plus Jsctl-Stream, -Consumer, -Scope, -Sequence, -Subject,
--Time, -Key, -Key-B64, -Key-Spec, -Deliveries, -Failures and -Error, published under a
-Nats-Msg-Id; the failed record names the dead letter. A crash at any point neither
-loses a dead letter nor publishes it twice, within the dead-letter stream's duplicate
-window (see the README).
-
-Batches (--batch N): CMD runs once per batch of up to N messages. Its stdin has one
-JSON line per message: stream, consumer, seq, subject, time, key (escaped as above),
-key_b64, key_spec, fence, deliveries, headers, data and data_encoding ("text" when the
-payload is valid UTF-8, else "base64"), and duplicate, duplicate_seq, duplicate_time
-and mismatch for a duplicate run. Messages already done are acked and left out; every
-message of the batch is claimed before CMD starts. Exit 0 marks the whole batch done,
-any other status releases the whole batch. CMD may instead print one result line per
-message on stdout, {"seq":N,"ok":true} or {"seq":N,"ok":false,"error":"..."}: then
-only the failures are released (a message without a result line counts as failed).
-A stdout line starting with "{" that is not such a line (seq a positive integer, ok
-a boolean, error any JSON value, nothing after the object, at most 1 MiB) is a
-protocol error: reported, and the messages it may concern fail (see the README).
-
-Stopping: SIGINT/SIGTERM stop fetching and let running commands finish for
---stop-timeout (default 10s); then their process groups get SIGTERM. A command
-ended so is released, not failed: its claim is given back (a failed record it
-took over is written back with its count), the message is nak'd to run again at
-once on its next delivery, and it counts toward neither --max-failures nor dead
-letters (the summary says "released N"). A command that still exits 0 is done. No
-claim is left behind. The exit status is 1 when a message failed in this run and
-had not succeeded by its end (it will be redelivered, or it was terminated), else
-0, whether a signal, --max or --idle stopped the run.
-
-As a service: --metrics-listen ADDR serves Prometheus metrics on /metrics and health
-on /healthz and /readyz; --log-format json writes every stderr line as a JSON object,
-the command's output lines included (docs/consume.md).
-
---json prints one line per delivery ({"seq","subject","key","action":
-processed|duplicate|failed|busy|released, ...}) and a final {"summary": {...}} line.
+What CMD gets (stdin, JSCTL_* variables), keys, duplicates, dead letters, batches
+and stopping: jsctl help handler. Full page: docs/consume.md.
 
 Examples:
   jsctl consume ORDERS billing --exec './bill.sh' --workers 8
@@ -478,3 +404,93 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
+
+// consumeHandlerHelp is "jsctl help handler": what consume's CMD gets and
+// what its exit decides (docs/consume.md is the full page).
+const consumeHandlerHelp = `Handlers: what the command of jsctl consume --exec CMD gets, and what it decides.
+
+Runs CMD (through sh -c; on Windows cmd /d /s /c; or --shell) once per message of a
+durable pull consumer, keeping an
+ack record per message in a JetStream KV bucket, so a redelivered message
+(restart, lost ack, ack timeout, several workers, a rewind) does not run CMD again.
+
+CMD gets the payload on stdin and, in its environment: JSCTL_STREAM,
+JSCTL_CONSUMER, JSCTL_SEQ, JSCTL_SUBJECT, JSCTL_TIME (RFC 3339, UTC), JSCTL_KEY
+(the dedup key, escaped: printable characters as they are, a backslash as \\,
+newline, tab and return as \n, \t, \r, other unprintable characters as \uXXXX
+(\UXXXXXXXX beyond U+FFFF), bytes that are not UTF-8 as \xHH), JSCTL_KEY_B64 (the
+key's raw bytes in base64), JSCTL_KEY_SPEC (what produced the key), JSCTL_FENCE
+(the claim's revision: a fencing token that grows with every claim),
+JSCTL_DELIVERIES and JSCTL_SCOPE. Message content never goes into the command
+line. Exit 0 marks the message done; any other status releases it for redelivery
+after --retry-delay, doubling per failed delivery. After --max-failures failed
+deliveries (or the consumer's max deliver) the message fails for good: a failed
+record is kept, the message is published to --dead-letter if given, then
+terminated. CMD's output goes to jsctl's standard error.
+
+CMD's exit decides, not its children: once CMD has exited, jsctl waits 1s for its
+output to end, then judges by its exit status. A process CMD started that still
+holds its stdout or stderr then gets SIGTERM and is named in a warning; one whose
+output is redirected (cmd >/dev/null 2>&1 &) is left alone. CMD runs in its own
+process group, and when jsctl stops CMD (a lost lease, --stop-timeout) the whole
+group gets SIGTERM, then SIGKILL 5s later (on Windows: a job object of its own gets
+CTRL_BREAK, then is terminated).
+
+Keys (--key, repeatable; the parts of several are joined with "|", a "|" or "\"
+inside a part escaped with "\"):
+  header:NAME   a header's value (--key-header NAME is the same)
+  json:PATH     a field of a JSON payload: order.id, items[0].sku, [2]
+  subject:N     the Nth subject token, from 1; subject: the whole subject
+  seq           the stream sequence
+A message without its key is keyed by its stream sequence, or with --key-required
+fails for good. Records keep the spec that made their key (jsctl acks get shows it).
+
+A message whose claim another live worker holds is deferred (busy). A message whose
+key is already done is acked without running CMD (duplicate), or with --on-duplicate
+run, CMD runs with JSCTL_DUPLICATE=1, JSCTL_DUPLICATE_SEQ and JSCTL_DUPLICATE_TIME
+(the earlier record's message and when it was done), holding no claim and changing
+no record. A different payload under a done key is reported (--on-mismatch report),
+run with JSCTL_MISMATCH=1 (run), or fails for good (fail).
+
+Records are kept for --retention (a per-record TTL, 7 days by default); the
+consumer's floor still marks their messages done after they expire. A bucket that
+consume creates takes --retention, --replicas and --storage.
+
+Dead letters (--dead-letter SUBJECT): the payload and headers (Nats-* headers renamed
+Jsctl-Original-Nats-*) plus Jsctl-Stream, -Consumer, -Scope, -Sequence, -Subject,
+-Time, -Key, -Key-B64, -Key-Spec, -Deliveries, -Failures and -Error, published under a
+Nats-Msg-Id; the failed record names the dead letter. A crash at any point neither
+loses a dead letter nor publishes it twice, within the dead-letter stream's duplicate
+window (see the README).
+
+Batches (--batch N): CMD runs once per batch of up to N messages. Its stdin has one
+JSON line per message: stream, consumer, seq, subject, time, key (escaped as above),
+key_b64, key_spec, fence, deliveries, headers, data and data_encoding ("text" when the
+payload is valid UTF-8, else "base64"), and duplicate, duplicate_seq, duplicate_time
+and mismatch for a duplicate run. Messages already done are acked and left out; every
+message of the batch is claimed before CMD starts. Exit 0 marks the whole batch done,
+any other status releases the whole batch. CMD may instead print one result line per
+message on stdout, {"seq":N,"ok":true} or {"seq":N,"ok":false,"error":"..."}: then
+only the failures are released (a message without a result line counts as failed).
+A stdout line starting with "{" that is not such a line (seq a positive integer, ok
+a boolean, error any JSON value, nothing after the object, at most 1 MiB) is a
+protocol error: reported, and the messages it may concern fail (see the README).
+
+Stopping: SIGINT/SIGTERM stop fetching and let running commands finish for
+--stop-timeout (default 10s); then their process groups get SIGTERM. A command
+ended so is released, not failed: its claim is given back (a failed record it
+took over is written back with its count), the message is nak'd to run again at
+once on its next delivery, and it counts toward neither --max-failures nor dead
+letters (the summary says "released N"). A command that still exits 0 is done. No
+claim is left behind. The exit status is 1 when a message failed in this run and
+had not succeeded by its end (it will be redelivered, or it was terminated), else
+0, whether a signal, --max or --idle stopped the run.
+
+As a service: --metrics-listen ADDR serves Prometheus metrics on /metrics and health
+on /healthz and /readyz; --log-format json writes every stderr line as a JSON object,
+the command's output lines included (docs/consume.md).
+
+--json prints one line per delivery ({"seq","subject","key","action":
+processed|duplicate|failed|busy|released, ...}) and a final {"summary": {...}} line.
+
+Full page: docs/consume.md.`

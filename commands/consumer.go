@@ -258,7 +258,7 @@ func (r *planRun) print(p *Printer, note string) error {
 				acks += fmt.Sprintf(" (%d forgotten)", c.AckRecordsForgotten)
 			}
 			row := []string{c.Consumer, string(c.Method), u64(c.From.Delivered), u64(c.From.AckFloor), u64(c.To.Sequence), optTableTime(p, c.To.Time),
-				u64(c.Redeliver), u64(c.Skip), acks, r.status(pl, c)}
+				countText(c.Redeliver), countText(c.Skip), acks, r.status(pl, c)}
 			if multi {
 				row = append([]string{pl.Stream}, row...)
 			}
@@ -269,8 +269,8 @@ func (r *planRun) print(p *Printer, note string) error {
 	if multi {
 		label = "Streams " + Escape(strings.Join(streams, ", "))
 	}
-	p.Printf("%s, %s:\n", label, r.title)
-	if err := p.Table(headers, rows); err != nil {
+	p.Fitf("%s, %s:\n", label, r.title)
+	if err := p.Table(headers, rows, wideOnly("DELIVERED", "ACK RECORDS")); err != nil {
 		return err
 	}
 	var skipped, owned []string
@@ -308,15 +308,15 @@ func (r *planRun) print(p *Printer, note string) error {
 // its method, where a copied position comes from, its pause, warnings,
 // refusal and failure.
 func printChangeNotes(p *Printer, who string, c *reset.Change) {
-	p.Printf("  %s: %s\n", who, c.Reason)
+	p.Fitf("  %s: %s\n", who, c.Reason)
 	if s := c.Source; s != nil {
-		p.Printf("  %s: copies the %s of %s (delivered %d, ack floor %d, %s)\n", who, positionWords(s.Position), Escape(s.Consumer), s.Delivered, s.AckFloor, filterWords(s.Filters))
+		p.Fitf("  %s: copies the %s of %s (delivered %d, ack floor %d, %s)\n", who, positionWords(s.Position), Escape(s.Consumer), s.Delivered, s.AckFloor, filterWords(s.Filters))
 	}
 	if ps := c.Pause; ps != nil {
-		p.Printf("  %s: pause: %s\n", who, pauseText(c, ps))
+		p.Fitf("  %s: pause: %s\n", who, pauseText(c, ps))
 	}
 	if pr := c.Priority; pr != nil {
-		p.Printf("  %s: priority: %s\n", who, priorityText(c, pr))
+		p.Fitf("  %s: priority: %s\n", who, priorityText(c, pr))
 	}
 	what := "saved configuration against the consumer's own (not applied)"
 	if c.Method == reset.Create {
@@ -324,14 +324,21 @@ func printChangeNotes(p *Printer, who string, c *reset.Change) {
 	}
 	printConfigDiff(p, who, what, c.ConfigDiff)
 	printChangeMessages(p, who, c)
+	if c.AckRecordsForgotten > 0 { // the ACK RECORDS column says it with --wide
+		verb := "forgets"
+		if c.Applied {
+			verb = "forgot"
+		}
+		p.Fitf("  %s: %s %s in the replayed range\n", who, verb, plural(c.AckRecordsForgotten, "ack record", "ack records"))
+	}
 	for _, w := range c.Warnings {
-		p.Printf("  %s: warning: %s\n", who, w)
+		p.Fitf("  %s: warning: %s\n", who, w)
 	}
 	if c.Refused != "" {
-		p.Printf("  %s: refused: %s\n", who, c.Refused)
+		p.Fitf("  %s: refused: %s\n", who, c.Refused)
 	}
 	if c.Error != "" {
-		p.Printf("  %s: failed: %s\n", who, c.Error)
+		p.Fitf("  %s: failed: %s\n", who, c.Error)
 	}
 }
 
@@ -353,7 +360,7 @@ func filterWords(f []string) string {
 func pauseText(c *reset.Change, ps *reset.PauseStep) string {
 	then := "then resume it"
 	if !ps.Resume {
-		then = fmt.Sprintf("then leave it paused (jsctl consumer resume %s %s ends the pause)", c.Stream, c.Consumer)
+		then = fmt.Sprintf("then leave it paused (jsctl consumer resume %s %s --execute ends the pause)", c.Stream, c.Consumer)
 	}
 	switch {
 	case ps.AlreadyPausedUntil != nil:
@@ -399,3 +406,11 @@ func (r *planRun) status(pl *reset.Plan, c *reset.Change) string {
 }
 
 func u64(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// countText is a count that may be unknown (nil): "unknown".
+func countText(n *uint64) string {
+	if n == nil {
+		return "unknown"
+	}
+	return u64(*n)
+}

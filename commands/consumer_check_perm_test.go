@@ -3,7 +3,6 @@ package commands_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,34 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// documentedRow returns the subjects docs/permissions.md lists for command
-// (its row of the generated table), with <stream> and <consumer> filled in.
-func documentedRow(t *testing.T, command, stream, consumer string) []string {
-	t.Helper()
-	doc, err := os.ReadFile("../docs/permissions.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := "| `jsctl " + command + "` | "
-	for _, line := range strings.Split(string(doc), "\n") {
-		rest, ok := strings.CutPrefix(line, prefix)
-		if !ok {
-			continue
-		}
-		var out []string
-		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(rest, -1) {
-			s := strings.ReplaceAll(strings.ReplaceAll(m[1], "<stream>", stream), "<consumer>", consumer)
-			out = append(out, s)
-		}
-		if len(out) == 0 {
-			t.Fatalf("docs/permissions.md: the row of %q lists no subject", command)
-		}
-		return out
-	}
-	t.Fatalf("docs/permissions.md has no row for jsctl %s", command)
-	return nil
-}
 
 // TestCheckAsDocumentedUser (issue 27, finding 1: the consumer check user
 // of docs/permissions.md got "OK ... (0s)" after 10s on a stream with

@@ -353,7 +353,7 @@ func (r *copyRun) print(p *Printer, note string) error {
 	if r.plan.Snapshot != "" {
 		what = "snapshot " + Escape(r.plan.Snapshot)
 	}
-	p.Printf("Copy consumers of stream %s to stream %s%s, %s:\n", Escape(r.origin), Escape(r.target), Escape(where), what)
+	p.Fitf("Copy consumers of stream %s to stream %s%s, %s:\n", Escape(r.origin), Escape(r.target), Escape(where), what)
 	headers := []string{"CONSUMER", "ORIGIN ACK FLOOR", "ORIGIN NEXT", "TRANSLATED", "TO", "TO TIME", "METHOD", "STATUS"}
 	var rows [][]string
 	for i, c := range pl.Changes {
@@ -361,13 +361,13 @@ func (r *copyRun) print(p *Printer, note string) error {
 		rows = append(rows, []string{c.Consumer, u64(cp.OriginAckFloor), u64(cp.OriginSeq), cp.Translation.Method,
 			u64(c.To.Sequence), optTableTime(p, c.To.Time), string(c.Method), r.status(pl, c)})
 	}
-	if err := p.Table(headers, rows); err != nil {
+	if err := p.Table(headers, rows, wideOnly("ORIGIN NEXT", "TRANSLATED")); err != nil {
 		return err
 	}
 	for i, c := range pl.Changes {
 		cp := r.plan.Copies[i]
 		who := Escape(c.Consumer)
-		p.Printf("  %s: %s\n", who, translationText(r.origin, r.target, cp))
+		p.Fitf("  %s: %s\n", who, translationText(r.origin, r.target, cp))
 		if c.Method == reset.Create {
 			// Shown against the origin consumer's configuration.
 			shown := *c
@@ -380,7 +380,7 @@ func (r *copyRun) print(p *Printer, note string) error {
 	}
 	switch {
 	case len(r.paused) > 0:
-		p.Printf("Paused on %s (they stay paused; jsctl consumer resume %s CONSUMER ends it): %s\n", Escape(r.origin), Escape(r.origin), Escape(strings.Join(r.paused, ", ")))
+		p.Printf("Paused on %s (they stay paused; jsctl consumer resume %s --execute ends it): %s\n", Escape(r.origin), Escape(quoteArgs(append([]string{r.origin}, r.paused...))), Escape(strings.Join(r.paused, ", ")))
 	case r.wouldPause:
 		p.Printf("With --execute, the consumers on %s are paused first (--pause-origin) and stay paused.\n", Escape(r.origin))
 	}

@@ -74,7 +74,8 @@ func (c *ConsumerHistoryCmd) Run(ctx context.Context, env *Env) error {
 			yesNo(r.Verified), undo, r.User + "@" + r.Host,
 		})
 	}
-	return p.Table([]string{"REVISION", "TIME", "METHOD", "TARGET", "FROM (DELIVERED/ACK FLOOR)", "TO", "VERIFIED", "UNDO", "BY"}, rows)
+	return p.Table([]string{"REVISION", "TIME", "METHOD", "TARGET", "FROM (DELIVERED/ACK FLOOR)", "TO", "VERIFIED", "UNDO", "BY"}, rows,
+		narrowHeader("FROM (DELIVERED/ACK FLOOR)", "FROM DLV/ACK"), wideOnly("UNDO"))
 }
 
 // earlierWhat is what a record is of an earlier one of: the stream or the

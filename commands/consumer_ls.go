@@ -104,7 +104,7 @@ func (c *ConsumerLsCmd) Run(ctx context.Context, env *Env) error {
 	if multi {
 		headers = append([]string{"STREAM"}, headers...)
 	}
-	return p.Table(headers, rows)
+	return p.Table(headers, rows, wideOnly("ACK FLOOR TIME", "PENDING", "WAITING"))
 }
 
 func consumerKind(s *reset.Status) string {

@@ -132,12 +132,12 @@ func printRecovery(p *Printer, r *reset.Recovery, note string) error {
 			rc.State, rc.Action, u64(rc.To.Sequence), recoverStatus(r, rc),
 		})
 	}
-	if err := p.Table([]string{"CONSUMER", "CHANGE", "METHOD", "STARTED", "BY", "STATE", "ACTION", "TO", "STATUS"}, rows); err != nil {
+	if err := p.Table([]string{"CONSUMER", "CHANGE", "METHOD", "STARTED", "BY", "STATE", "ACTION", "TO", "STATUS"}, rows, wideOnly("BY")); err != nil {
 		return err
 	}
 	for _, rc := range r.Changes {
 		who := Escape(rc.Consumer)
-		p.Printf("  %s: %s\n", who, rc.Reason)
+		p.Fitf("  %s: %s\n", who, rc.Reason)
 		switch rc.Action {
 		case reset.ActCreate:
 			printConfigDiff(p, who, "recorded configuration it is created with, against the server's defaults", rc.ConfigDiff)
@@ -145,13 +145,13 @@ func printRecovery(p *Printer, r *reset.Recovery, note string) error {
 			printConfigDiff(p, who, "recorded configuration it is recreated with, against its own now", rc.ConfigDiff)
 		}
 		if f := rc.Forget; f != nil && !rc.Done {
-			p.Printf("  %s: first forgets the ack records of sequences %d to %d in scope %s (bucket %s)\n", who, f.From, f.To, Escape(acks.ScopeDisplay(f.Scope)), Escape(f.Bucket))
+			p.Fitf("  %s: first forgets the ack records of sequences %d to %d in scope %s (bucket %s)\n", who, f.From, f.To, Escape(acks.ScopeDisplay(f.Scope)), Escape(f.Bucket))
 		}
 		for _, w := range rc.Warnings {
-			p.Printf("  %s: warning: %s\n", who, w)
+			p.Fitf("  %s: warning: %s\n", who, w)
 		}
 		if rc.Error != "" {
-			p.Printf("  %s: failed: %s\n", who, rc.Error)
+			p.Fitf("  %s: failed: %s\n", who, rc.Error)
 		}
 	}
 	if note != "" {

@@ -57,7 +57,7 @@ func printChangeMessages(p *Printer, who string, c *reset.Change) {
 	}
 	total := *c.MessagesTotal
 	if total == 0 {
-		p.Printf("  %s: redelivers and skips no messages\n", who)
+		p.Fitf("  %s: redelivers and skips no messages\n", who)
 		return
 	}
 	verb := "redelivers"
@@ -68,7 +68,7 @@ func printChangeMessages(p *Printer, who string, c *reset.Change) {
 	if uint64(len(c.Messages)) < total {
 		what = "the first and the last"
 	}
-	p.Printf("  %s: %s %s within its filters; %s:\n", who, verb, plural(int(total), "message", "messages"), what)
+	p.Fitf("  %s: %s %s within its filters; %s:\n", who, verb, plural(int(total), "message", "messages"), what)
 	half := (len(c.Messages) + 1) / 2
 	for i, m := range c.Messages {
 		if i == half && uint64(len(c.Messages)) < total {

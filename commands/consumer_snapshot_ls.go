@@ -90,7 +90,7 @@ func (c *ConsumerSnapshotLsCmd) Run(ctx context.Context, env *Env) error {
 		rows = append(rows, []string{s.Name, p.TableTime(s.Created), strings.Join(s.StreamNames(), ","), strconv.Itoa(s.Consumers()),
 			s.User + "@" + s.Host, PreviewCell([]byte(s.Description), 60)})
 	}
-	return p.Table([]string{"NAME", "CREATED", "STREAMS", "CONSUMERS", "BY", "DESCRIPTION"}, rows)
+	return p.Table([]string{"NAME", "CREATED", "STREAMS", "CONSUMERS", "BY", "DESCRIPTION"}, rows, wideOnly("BY"), cutToFit("DESCRIPTION", "STREAMS"))
 }
 
 // warnNamedAs tells people, on stderr, about stored snapshot documents

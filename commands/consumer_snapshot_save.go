@@ -114,7 +114,7 @@ func (c *ConsumerSnapshotSaveCmd) print(env *Env, p *Printer, snap *positions.Sn
 	}
 	p.Printf("Saved snapshot %s: %d %s on %s.\n", snap.Name, n, noun, Escape(strings.Join(snap.StreamNames(), ", ")))
 	headers, rows := snapshotConsumerRows(p, snap)
-	if err := p.Table(headers, rows); err != nil {
+	if err := p.Table(headers, rows, wideOnly("DELIVERED", "ACK FLOOR TIME", "PENDING")); err != nil {
 		return err
 	}
 	if c.Export != "" {

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -61,13 +62,13 @@ func (c *ConsumerSnapshotShowCmd) Run(ctx context.Context, env *Env) error {
 			Consumers []positions.Comparison `json:"consumers"`
 		}{snap, cmps})
 	}
-	p.Printf("Snapshot %s, taken %s by %s", Escape(snap.Name), p.Time(snap.Created), snapshotWho(snap))
+	head := fmt.Sprintf("Snapshot %s, taken %s by %s", Escape(snap.Name), p.Time(snap.Created), snapshotWho(snap))
 	if snap.Description != "" {
-		p.Printf(": %s", Preview([]byte(snap.Description), 200))
+		head += ": " + Preview([]byte(snap.Description), 200)
 	}
-	p.Printf("\n")
+	p.Fitf("%s\n", head)
 	for _, st := range snap.Streams {
-		p.Printf("Stream %s then: first %d at %s, last %d at %s\n", Escape(st.Name), st.FirstSeq, optTime(p, st.FirstTime), st.LastSeq, optTime(p, st.LastTime))
+		p.Fitf("Stream %s then: first %d at %s, last %d at %s\n", Escape(st.Name), st.FirstSeq, optTime(p, st.FirstTime), st.LastSeq, optTime(p, st.LastTime))
 	}
 	multi := len(snap.Streams) > 1
 	headers := []string{"CONSUMER", "SAVED ACK FLOOR", "NOW", "MOVED", "MOVED TIME", "CONFIG"}
@@ -100,13 +101,13 @@ func (c *ConsumerSnapshotShowCmd) Run(ctx context.Context, env *Env) error {
 			who = Escape(m.Stream + "/" + m.Consumer)
 		}
 		for _, ch := range m.ConfigChanges {
-			p.Printf("  %s: %s: %s -> %s\n", who, Escape(ch.Field), configValueText(ch.Field, ch.Saved), configValueText(ch.Field, ch.Now))
+			p.Fitf("  %s: %s: %s -> %s\n", who, Escape(ch.Field), configValueText(ch.Field, ch.Saved), configValueText(ch.Field, ch.Now))
 		}
 		if m.Deleted {
 			printConfigDiff(p, who, "saved configuration against the server's defaults", m.ConfigDiff)
 		}
 		for _, w := range m.Warnings {
-			p.Printf("  %s: warning: %s\n", who, Escape(strings.TrimSpace(w)))
+			p.Fitf("  %s: warning: %s\n", who, Escape(strings.TrimSpace(w)))
 		}
 	}
 	return nil
@@ -142,13 +143,13 @@ func printConfigDiff(p *Printer, who, what string, diff []reset.ConfigField) {
 	if len(diff) == 0 {
 		return
 	}
-	p.Printf("  %s: %s:\n", who, what)
+	p.Fitf("  %s: %s:\n", who, what)
 	for _, f := range diff {
 		mark := ""
 		if f.Warning != "" {
 			mark = "  (!)"
 		}
-		p.Printf("    %s: %s -> %s%s\n", Escape(f.Field), diffValueText(f.Field, f.From), diffValueText(f.Field, f.To), mark)
+		p.Fitf("    %s: %s -> %s%s\n", Escape(f.Field), diffValueText(f.Field, f.From), diffValueText(f.Field, f.To), mark)
 	}
 }
 

@@ -29,7 +29,7 @@ type Globals struct {
 	Sync     string        `name:"sync" env:"JSCTL_SYNC" default:"always" placeholder:"always|DURATION" help:"fsync policy of a server jsctl runs (--embedded, serve, demo): always (every write is on disk before it is acknowledged) or a DURATION between background syncs." group:"connection"`
 	JSON     bool          `short:"j" name:"json" help:"Print JSON for scripts." group:"output"`
 	TZ       string        `name:"tz" env:"JSCTL_TZ" placeholder:"ZONE" help:"Time zone for reading and printing times (IANA name, UTC or Local; default local)." group:"output"`
-	Wide     bool          `name:"wide" help:"Print full-precision times in tables (default: 14:31:38.604 today, the date added otherwise)." group:"output"`
+	Wide     bool          `name:"wide" help:"Print every column of a table, and times at full precision (default: tables fit 80 columns, times 14:31:38.604 today, the date added otherwise)." group:"output"`
 	// LogFormat is how stderr is written (log.go).
 	LogFormat string `name:"log-format" env:"JSCTL_LOG_FORMAT" default:"text" enum:"text,json" help:"What jsctl writes to stderr: text, or json (one JSON object per line: time, level, msg and fields such as stream, consumer, seq; no progress bars)." group:"output"`
 	// The audit trail (audit_change.go).
@@ -180,7 +180,7 @@ func (e *Env) Printer() (*Printer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Printer{W: e.Stdout, JSON: e.Globals.JSON, Loc: loc, Wide: e.Globals.Wide, Now: e.Now}, nil
+	return &Printer{W: e.Stdout, JSON: e.Globals.JSON, Loc: loc, Wide: e.Globals.Wide, Now: e.Now, NoteWidth: noteWidth(e.Stdout)}, nil
 }
 
 // Session returns the connection and the printer, which most commands need

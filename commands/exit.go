@@ -28,14 +28,16 @@ const exitCodesHelp = `Exit codes:
   2  usage or bad input (flags, times, files)
   3  not found (stream, consumer, message, bucket, record)
   4  connection failure or timeout
-  5  conflict (consumer busy, plan out of date, compare-and-set lost, refusal without --force)
+  5  conflict (consumer busy, plan out of date, compare-and-set lost,
+     refusal without --force)
   6  cancelled (interrupted, or a confirmation declined)
   7  permission denied by the server, or (--audit required) the audit event cannot be written
   Two commands differ:
   consumer check follows the monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL,
     3 UNKNOWN (any error, bad usage included);
   consume stopped by SIGINT/SIGTERM exits as if it had ended by itself: 0, or 1
-    when a message failed in the run (a stop is how it normally ends, not a cancel).`
+    when a message failed in the run (a stop is how it normally ends, not a
+    cancel).`
 
 // ExitStatus is an error that carries its own exit code, for a command
 // whose codes follow another convention than the table above (consumer

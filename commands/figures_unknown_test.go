@@ -47,6 +47,7 @@ var figureFree = map[string]string{
 	"acks stats":                "counts ack records",
 	"acks compact":              "rewrites ack records",
 	"acks retry":                "republishes messages it reads (a refusal stops it), shows no figure of them",
+	"audit":                     "prints the audit events as they were written (positions recorded at the time of each change)",
 	"demo":                      "its own embedded server and user",
 	"serve":                     "runs a server",
 	"completion":                "prints a script",

@@ -3,7 +3,10 @@ package commands
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/jsctl/jsctl/jsutil"
 )
@@ -12,16 +15,26 @@ import (
 // looks up while typing a command, short; docs/ holds the full pages.
 func helpTopics() map[string]string {
 	return map[string]string{
-		"times": `Times (everywhere a time is accepted: seek, --to-time, --since, --until, --until of pause):
+		"times": `Times (everywhere a time is accepted: seek, --to-time, --since, --until,
+--until of pause):
 
-  ` + jsutil.TimeForms + `
+  RFC 3339             "2026-11-29T10:00:00Z", "2026-11-29T10:00:00.5+01:00"
+  date and time        "2026-11-29 10:00:05", "2026-11-29 10:00", "2026-11-29"
+  clock time, today    "10:00:05"
+  Unix time            "1795946400", "@1795946400" (seconds, milliseconds,
+                       microseconds or nanoseconds, by magnitude)
+  relative to now      "now", "-90m", "2h ago", "now-1d12h", "1d"
 
-Dates and clock times without an offset are read in --tz (default: the local zone;
-JSCTL_TZ sets it too). Times are printed in --tz as well; --json prints RFC 3339 UTC.
-Tables print short times (14:31:38.604 today, the date added otherwise); --wide prints
-full precision (nanoseconds and zone), as views of one object (seek, consumer info) do.
-Sub-second input is honoured. A time that cannot be read is exit code 2 naming these forms.
+Dates and clock times without an offset are read in --tz (default: the local
+zone; JSCTL_TZ sets it too). Times are printed in --tz as well; --json prints
+RFC 3339 UTC. Tables print short times (14:31:38.604 today, the date added
+otherwise); --wide prints full precision (nanoseconds and zone), as views of one
+object (seek, consumer info) do. Sub-second input is honoured. A time that
+cannot be read is exit code 2 naming these forms.
+
 Full page: docs/times.md.`,
+
+		"handler": consumeHandlerHelp,
 
 		"exit-codes": exitCodesHelp + `
 
@@ -75,8 +88,28 @@ func helpArgs(args []string) (out []string, topic string) {
 	return append(append([]string{}, args[1:]...), "--help"), ""
 }
 
-// printTopic prints a help topic.
-func printTopic(w io.Writer, topic string) error {
-	_, err := fmt.Fprintln(w, strings.TrimSpace(helpTopics()[topic]))
+// topicNames are the help topics, in the order "jsctl help" lists them.
+func topicNames() []string {
+	return []string{"times", "exit-codes", "connecting", "permissions", "handler"}
+}
+
+// unknownHelpWord is the word after "help" (args as helpArgs left them:
+// "help X ..." became "X ... --help") that is neither a command nor a
+// topic, or "".
+func unknownHelpWord(app *kong.Application, args []string) string {
+	if len(args) < 2 || args[len(args)-1] != "--help" || strings.HasPrefix(args[0], "-") {
+		return ""
+	}
+	for _, c := range app.Children {
+		if !c.Hidden && (c.Name == args[0] || slices.Contains(c.Aliases, args[0])) {
+			return ""
+		}
+	}
+	return args[0]
+}
+
+// printTopic prints a help topic fitted to width columns.
+func printTopic(w io.Writer, topic string, width int) error {
+	_, err := fmt.Fprintln(w, fitLines(strings.TrimSpace(helpTopics()[topic]), width))
 	return err
 }

@@ -34,18 +34,24 @@ func Main(args []string) int {
 type exitRequest struct{ code int }
 
 // Run runs jsctl with explicit streams; Main is Run on the process's own.
-func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) (code int) {
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) int {
+	return RunAt(ctx, time.Now, args, stdin, stdout, stderr, terminal)
+}
+
+// RunAt is Run with a clock: now is what relative times ("-30s",
+// --by-duration, --for) count from, as if the command ran at that moment.
+func RunAt(ctx context.Context, now func() time.Time, args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) (code int) {
 	out := &stdoutWriter{w: stdout}
 	log := newStderrLog(stderr, args) // --log-format (log.go)
 	stderr = log
 	defer func() { code = outputCode(code, out.err, stderr) }()
 	stdout = out
 	cli := &CLI{}
-	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(unwrapStderr(stderr)), Now: time.Now, log: log, args: args}
+	env := &Env{Globals: &cli.Globals, Stdout: stdout, Stderr: stderr, Stdin: stdin, IsTerminal: terminal, StderrIsTerminal: stderrIsTerminal(unwrapStderr(stderr)), Now: now, log: log, args: args}
 	defer env.Close()
 	args, topic := helpArgs(args)
 	if topic != "" {
-		if printTopic(stdout, topic) != nil {
+		if printTopic(stdout, topic, helpWidth(stdout)) != nil {
 			return writeFailed(stderr, out.err)
 		}
 		return ExitOK
@@ -54,6 +60,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		fmt.Fprintf(stderr, "jsctl: error: %s\n", TermSafe(err.Error()))
 		return ExitFailure
+	}
+	if word := unknownHelpWord(parser.Model, args); word != "" {
+		fmt.Fprintf(stderr, "jsctl: error: no command or help topic %q\nhelp topics: %s (jsctl help TOPIC); the commands: jsctl help\n", TermSafe(word), strings.Join(topicNames(), ", "))
+		return ExitUsage
 	}
 	defer catchPanic(&code, stderr, &cli.Globals)
 	kctx, err := parser.Parse(relativeTimeArgs(parser.Model, args))
@@ -65,6 +75,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return writeFailed(stderr, out.err)
 	}
 	if err != nil {
+		err = narrowSuggestions(err)
 		fmt.Fprintf(stderr, "jsctl: error: %s\n", TermSafe(err.Error()))
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
@@ -180,7 +191,8 @@ func newParser(cli *CLI, env *Env, stdout, stderr io.Writer, opts ...kong.Option
 		kong.Description(rootHelp),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest{code}) }),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true, WrapUpperBound: 100}),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, FlagsLast: true}),
+		kong.Help(helpPrinter(helpWidth(stdout))),
 		kong.Vars{
 			"default_url": jsutil.DefaultURL,
 		},
@@ -193,6 +205,43 @@ func newParser(cli *CLI, env *Env, stdout, stderr io.Writer, opts ...kong.Option
 		kong.WithHyphenPrefixedParameters(true),
 	}, opts...)...)
 }
+
+// suggestion matches kong's "unknown flag --al, did you mean one of
+// "--tz", "--all"?" (and the same for commands).
+var suggestion = regexp.MustCompile(`^(.* (\S+)), did you mean (?:one of )?((?:"[^"]*"(?:, )?)+)\?$`)
+
+// narrowSuggestions keeps, of the names kong suggests for a mistyped word,
+// those the word begins (--al suggests --all, not --tz); when none does,
+// all of them. The error keeps its kind (errors.As finds the parse error).
+func narrowSuggestions(err error) error {
+	m := suggestion.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	var all, prefixed []string
+	for _, q := range regexp.MustCompile(`"[^"]*"`).FindAllString(m[3], -1) {
+		all = append(all, q)
+		if strings.HasPrefix(strings.Trim(q, `"`), m[2]) {
+			prefixed = append(prefixed, q)
+		}
+	}
+	if len(prefixed) == 0 || len(prefixed) == len(all) {
+		return err
+	}
+	if len(prefixed) == 1 {
+		return &rewordedError{err, fmt.Sprintf("%s, did you mean %s?", m[1], prefixed[0])}
+	}
+	return &rewordedError{err, fmt.Sprintf("%s, did you mean one of %s?", m[1], strings.Join(prefixed, ", "))}
+}
+
+// rewordedError is err with another message.
+type rewordedError struct {
+	err error
+	msg string
+}
+
+func (e *rewordedError) Error() string { return e.msg }
+func (e *rewordedError) Unwrap() error { return e.err }
 
 // relativeDuration matches a relative time written as a negative duration,
 // such as -90m or -1d12h.

@@ -42,13 +42,59 @@ func manEscape(s string) string {
 	return strings.Join(out, "\n")
 }
 
+// manNoFillWidth is how wide a no-fill line of the page may be: man pages
+// are read at 80 columns and indent a section's text by 7.
+const manNoFillWidth = 80 - 7
+
+// manText turns a help text (go/doc layout: prose paragraphs, indented
+// examples and tables) into roff: prose is filled to the reader's width,
+// indented lines stay as written (no-fill), fitted to manNoFillWidth.
+func manText(text string) string {
+	var b strings.Builder
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	for i := 0; i < len(lines); {
+		switch l := lines[i]; {
+		case strings.TrimSpace(l) == "":
+			i++
+		case l[0] != ' ':
+			b.WriteString(".PP\n")
+			for ; i < len(lines) && lines[i] != "" && lines[i][0] != ' '; i++ {
+				b.WriteString(manBreakable(manEscape(strings.TrimSpace(lines[i]))) + "\n")
+			}
+		default:
+			var block []string
+			for ; i < len(lines) && (lines[i] == "" || lines[i][0] == ' '); i++ {
+				block = append(block, lines[i])
+			}
+			for len(block) > 0 && block[len(block)-1] == "" {
+				block = block[:len(block)-1]
+			}
+			b.WriteString(".PP\n.nf\n" + manEscape(fitLines(strings.Join(block, "\n"), manNoFillWidth)) + "\n.fi\n")
+		}
+	}
+	return b.String()
+}
+
+// manBreakable lets roff break a long word of filled prose (a JSON
+// shape such as {"stream","consumer",...}) after its commas: roff breaks
+// lines only at spaces, and a word wider than the page overflows it.
+func manBreakable(line string) string {
+	words := strings.Split(line, " ")
+	for i, w := range words {
+		if textWidth(w) > 30 {
+			words[i] = strings.ReplaceAll(w, ",", `,\:`)
+		}
+	}
+	return strings.Join(words, " ")
+}
+
 // writeMan writes the manual page of app.
 func writeMan(w io.Writer, app *kong.Application) error {
 	var b strings.Builder
-	b.WriteString(".TH JSCTL 1 \"\" \"jsctl\" \"User Commands\"\n")
+	b.WriteString(".TH JSCTL 1 \"\" \"jsctl\" \"User Commands\"\n.nh\n") // no hyphenation: names and flags stay whole
 	b.WriteString(".SH NAME\njsctl \\- control\\-plane CLI for NATS JetStream\n")
 	b.WriteString(".SH SYNOPSIS\n.B jsctl\n.I command\n[\\fIflags\\fR]\n")
-	b.WriteString(".SH DESCRIPTION\n.nf\n" + manEscape(strings.TrimSpace(app.Help)) + "\n.fi\n")
+	b.WriteString(".SH DESCRIPTION\n" + manText(app.Help))
 	b.WriteString(".SH COMMANDS\n")
 	var walk func(n *kong.Node)
 	walk = func(n *kong.Node) {
@@ -75,8 +121,9 @@ func writeMan(w io.Writer, app *kong.Application) error {
 			fmt.Fprintf(&b, ".TP\n.B %s\n%s (as \\-\\-%s)\n", manEscape(e), manEscape(f.Help), manEscape(f.Name))
 		}
 	}
-	b.WriteString(".SH EXIT STATUS\n.nf\n" + manEscape(exitCodesHelp) + "\n.fi\n")
-	b.WriteString(".SH SEE ALSO\nThe manual pages under docs/ of the jsctl repository; \\fBjsctl help\\fR \\fItopic\\fR for times, exit\\-codes, connecting and permissions.\n")
+	b.WriteString(".SH HANDLERS\n" + manText(consumeHandlerHelp))
+	b.WriteString(".SH EXIT STATUS\n" + manText(exitCodesHelp))
+	b.WriteString(".SH SEE ALSO\nThe manual pages under docs/ of the jsctl repository; \\fBjsctl help\\fR \\fItopic\\fR for times, exit\\-codes, connecting, permissions and handler.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -93,7 +140,7 @@ func manCommand(b *strings.Builder, n *kong.Node) {
 		fmt.Fprintf(b, "%s\n", manEscape(n.Help))
 	}
 	if n.Detail != "" {
-		fmt.Fprintf(b, ".PP\n.nf\n%s\n.fi\n", manEscape(strings.TrimSpace(n.Detail)))
+		b.WriteString(manText(n.Detail))
 	}
 	for _, p := range n.Positional {
 		fmt.Fprintf(b, ".TP\n.I %s\n%s\n", manEscape(p.Summary()), manEscape(p.Help))

@@ -13,7 +13,7 @@ import (
 // builds kong's model of that command alone, and that the root help, an
 // unknown command, completion and the manual get every command.
 func TestModelHasOnlyTheCommandRun(t *testing.T) {
-	all := []string{"seek", "stream", "pick", "consumer", "consume", "acks", "demo", "serve", "completion", "version", "man", "__complete"}
+	all := []string{"seek", "stream", "pick", "consumer", "consume", "acks", "audit", "demo", "serve", "completion", "version", "man", "__complete"}
 	for _, c := range []struct {
 		args []string
 		want []string

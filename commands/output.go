@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -14,6 +16,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+	"golang.org/x/term"
 )
 
 // Printer writes command output: tables and lines for people, JSON for
@@ -32,6 +35,24 @@ type Printer struct {
 	// the first column and as many of the others as fit, so no column is
 	// lost.
 	Width int
+	// NoteWidth, when set, is the width the lines under a table are
+	// fitted to (Fitf): a terminal's, or $COLUMNS. In a pipe or a file,
+	// without $COLUMNS, each note stays one line, for grep.
+	NoteWidth int
+}
+
+// noteWidth is Printer.NoteWidth for output to w: $COLUMNS when set, the
+// terminal's width when w is one, else 0 (notes are not broken).
+func noteWidth(w io.Writer) int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return max(n, 40)
+	}
+	if f, ok := terminalOf(w).(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return max(cols, 40)
+		}
+	}
+	return 0
 }
 
 // PrintJSON writes v as indented JSON followed by a newline.
@@ -88,13 +109,181 @@ func TermSafe(s string) string {
 	return b.String()
 }
 
+// tableWidth is the width tables fit by default (without --wide): the
+// width of a terminal nobody resized, of a pasted log line, of an e-mail.
+const tableWidth = 80
+
+// TableOption shapes a table to tableWidth when --wide is not given.
+type TableOption func(*tableShape)
+
+type tableShape struct {
+	wideOnly map[string]bool // columns printed only with --wide
+	cut      []string        // columns whose cells are shortened to fit, first first
+	rename   map[string]string
+}
+
+// wideOnly names the columns a table prints only with --wide: secondary
+// figures, kept in --json and --wide.
+func wideOnly(headers ...string) TableOption {
+	return func(s *tableShape) {
+		for _, h := range headers {
+			s.wideOnly[h] = true
+		}
+	}
+}
+
+// cutToFit names the columns of free text (a preview, a subject, a
+// description) whose cells are shortened, with "…", when the table is still
+// wider than tableWidth; --wide prints them whole.
+func cutToFit(headers ...string) TableOption {
+	return func(s *tableShape) { s.cut = append(s.cut, headers...) }
+}
+
+// narrowHeader prints header as short when --wide is not given.
+func narrowHeader(header, short string) TableOption {
+	return func(s *tableShape) { s.rename[header] = short }
+}
+
 // Table writes rows under headers as a plain, aligned table. Cells are
 // escaped as payload previews are, so a subject or name holding control
 // characters (an ESC sequence, a newline) cannot garble the terminal.
-func (p *Printer) Table(headers []string, rows [][]string) error {
-	if p.Width > 0 && len(headers) > 2 {
-		return p.fittedTable(headers, rows)
+//
+// Without --wide a table fits tableWidth: the wideOnly columns are left
+// out, then the cutToFit columns shortened, and a table still too wide is
+// printed as several (fittedTable), so no other column is lost. A printer
+// with a Width (a full-screen UI) prints every column, in several tables
+// when they do not fit Width.
+func (p *Printer) Table(headers []string, rows [][]string, opts ...TableOption) error {
+	safe := make([][]string, len(rows))
+	for i, row := range rows {
+		safe[i] = make([]string, len(row))
+		for j, cell := range row {
+			safe[i][j] = Escape(cell)
+		}
 	}
+	width := p.Width
+	if !p.Wide && width <= 0 { // a UI that gives its width shows every column
+		shape := tableShape{wideOnly: map[string]bool{}, rename: map[string]string{}}
+		for _, o := range opts {
+			o(&shape)
+		}
+		headers, safe = dropColumns(headers, safe, shape.wideOnly)
+		for i, h := range headers {
+			if short, ok := shape.rename[h]; ok {
+				headers[i] = short
+			}
+		}
+		width = tableWidth
+		safe = cutColumns(headers, safe, shape.cut, width)
+		safe = cutCells(headers, safe, width)
+	}
+	if width > 0 && len(headers) > 2 && tableTextWidth(headers, safe) > width {
+		return p.fittedTable(headers, safe, width)
+	}
+	return p.plainTable(headers, safe)
+}
+
+// dropColumns is the table without the columns named in drop.
+func dropColumns(headers []string, rows [][]string, drop map[string]bool) ([]string, [][]string) {
+	if len(drop) == 0 {
+		return headers, rows
+	}
+	var keep []int
+	var hs []string
+	for i, h := range headers {
+		if !drop[h] {
+			keep = append(keep, i)
+			hs = append(hs, h)
+		}
+	}
+	out := make([][]string, len(rows))
+	for r, row := range rows {
+		for _, i := range keep {
+			cell := ""
+			if i < len(row) {
+				cell = row[i]
+			}
+			out[r] = append(out[r], cell)
+		}
+	}
+	return hs, out
+}
+
+// cutColumns shortens the cells of the cut columns, in order, until the
+// table fits width or they are down to their header's width (at least 8).
+func cutColumns(headers []string, rows [][]string, cut []string, width int) [][]string {
+	for _, name := range cut {
+		col := -1
+		for i, h := range headers {
+			if h == name {
+				col = i
+			}
+		}
+		over := tableTextWidth(headers, rows) - width
+		if col < 0 || over <= 0 {
+			continue
+		}
+		widest := 0
+		for _, row := range rows {
+			if col < len(row) {
+				widest = max(widest, textWidth(row[col]))
+			}
+		}
+		limit := max(widest-over, textWidth(headers[col]), 8)
+		for _, row := range rows {
+			if col < len(row) && textWidth(row[col]) > limit {
+				row[col] = cutWidth(row[col], limit-1) + "…"
+			}
+		}
+	}
+	return rows
+}
+
+// cutCells is the last resort of a table without --wide: a cell so wide
+// that even beside the first column alone it would not fit width is
+// shortened with "…", so that fittedTable can fit every column.
+func cutCells(headers []string, rows [][]string, width int) [][]string {
+	if len(headers) < 2 {
+		return rows
+	}
+	first := textWidth(headers[0])
+	for _, row := range rows {
+		if len(row) > 0 {
+			first = max(first, textWidth(row[0]))
+		}
+	}
+	limit := max(width-first-3, 8)
+	for _, row := range rows {
+		for i := 1; i < len(row); i++ {
+			if textWidth(row[i]) > limit {
+				row[i] = cutWidth(row[i], limit-1) + "…"
+			}
+		}
+	}
+	return rows
+}
+
+// tableTextWidth is the width plainTable prints the table in: a leading
+// space, and each column as wide as its widest cell, two spaces apart.
+func tableTextWidth(headers []string, rows [][]string) int {
+	w := 0
+	for i, h := range headers {
+		col := textWidth(h)
+		for _, row := range rows {
+			if i < len(row) {
+				col = max(col, textWidth(row[i]))
+			}
+		}
+		if i > 0 {
+			w += 2
+		}
+		w += col
+	}
+	return w + 1
+}
+
+// plainTable renders cells that are escaped already.
+func (p *Printer) plainTable(headers []string, safe [][]string) error {
 	var buf bytes.Buffer
 	t := tablewriter.NewTable(&buf,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
@@ -111,13 +300,6 @@ func (p *Printer) Table(headers []string, rows [][]string) error {
 		tablewriter.WithTrimSpace(tw.On),
 	)
 	t.Header(headers)
-	safe := make([][]string, len(rows))
-	for i, row := range rows {
-		safe[i] = make([]string, len(row))
-		for j, cell := range row {
-			safe[i][j] = Escape(cell)
-		}
-	}
 	if err := t.Bulk(safe); err != nil {
 		return err
 	}
@@ -140,10 +322,25 @@ func (p *Printer) Table(headers []string, rows [][]string) error {
 	return nil
 }
 
+// Fitf is Printf for the lines around a table (its title, the notes under
+// it): they are fitted to p.NoteWidth (fitLines), or p.Width, continuing
+// under their own indent; with neither, they are printed as they are.
+func (p *Printer) Fitf(format string, args ...any) {
+	text := fmt.Sprintf(format, args...)
+	width := p.Width
+	if width <= 0 {
+		width = p.NoteWidth
+	}
+	if width > 0 {
+		text = fitLines(text, width)
+	}
+	p.Printf("%s", text)
+}
+
 // fittedTable prints the table as Table does when it fits p.Width, else
 // as several tables, each with the first column and the next columns
 // that fit, one after the other.
-func (p *Printer) fittedTable(headers []string, rows [][]string) error {
+func (p *Printer) fittedTable(headers []string, rows [][]string, width int) error {
 	render := func(cols []int) (string, int, error) {
 		var buf bytes.Buffer
 		hs := make([]string, len(cols))
@@ -159,7 +356,7 @@ func (p *Printer) fittedTable(headers []string, rows [][]string) error {
 				}
 			}
 		}
-		if err := (&Printer{W: &buf}).Table(hs, rs); err != nil {
+		if err := (&Printer{W: &buf}).plainTable(hs, rs); err != nil {
 			return "", 0, err
 		}
 		w := 0
@@ -177,7 +374,7 @@ func (p *Printer) fittedTable(headers []string, rows [][]string) error {
 			if err != nil {
 				return err
 			}
-			if w <= p.Width || len(group) == 1 {
+			if w <= width || len(group) == 1 {
 				group = next
 				continue
 			}

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -37,4 +38,49 @@ func FuzzTermSafe(f *testing.F) {
 			t.Fatalf("TermSafe is not idempotent on %q", s)
 		}
 	})
+}
+
+// TestTableFitsEightyColumns: without --wide every table fits 80 columns,
+// whatever its cells (long names, long free text, many columns): the
+// wideOnly columns are left out, the cutToFit ones shortened, and what is
+// still too wide is printed as several tables with every other cell whole.
+// With --wide every column and every cell is printed whole.
+func TestTableFitsEightyColumns(t *testing.T) {
+	long := strings.Repeat("x", 30)
+	headers := []string{"CONSUMER", "TYPE", "DELIVERED", "ACK FLOOR", "EXTRA", "PREVIEW"}
+	row := []string{"billing-" + long, "pull", "123456789", "123456780", "secondary", strings.Repeat("p", 120)}
+	for _, c := range []struct {
+		name string
+		opts []TableOption
+	}{
+		{"no options", nil},
+		{"wide-only and cut", []TableOption{wideOnly("EXTRA"), cutToFit("PREVIEW")}},
+	} {
+		var b bytes.Buffer
+		if err := (&Printer{W: &b}).Table(headers, [][]string{row, row}, c.opts...); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(b.String(), "\n") {
+			if textWidth(l) > 80 {
+				t.Errorf("%s: a line of %d columns: %q", c.name, textWidth(l), l)
+			}
+		}
+		for _, cell := range row[:4] {
+			if !strings.Contains(b.String(), cell) {
+				t.Errorf("%s: %q was lost:\n%s", c.name, cell, b.String())
+			}
+		}
+		if c.opts != nil && strings.Contains(b.String(), "EXTRA") {
+			t.Errorf("%s: the wide-only column is printed:\n%s", c.name, b.String())
+		}
+		b.Reset()
+		if err := (&Printer{W: &b, Wide: true}).Table(headers, [][]string{row}, c.opts...); err != nil {
+			t.Fatal(err)
+		}
+		for _, cell := range append(append([]string{}, headers...), row...) {
+			if !strings.Contains(b.String(), cell) {
+				t.Errorf("%s, --wide: %q is missing:\n%s", c.name, cell, b.String())
+			}
+		}
+	}
 }

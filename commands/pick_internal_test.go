@@ -71,7 +71,7 @@ func TestTableFitsWidth(t *testing.T) {
 	headers := []string{"CONSUMER", "METHOD", "DELIVERED", "ACK FLOOR", "TO", "TO TIME", "REDELIVER", "SKIP", "ACK RECORDS", "STATUS"}
 	rows := [][]string{{"billing", "reset", "24", "24", "14", "06:24:04.425", "11", "0", "11", "planned"}}
 	var wide, narrow bytes.Buffer
-	if err := (&Printer{W: &wide}).Table(headers, rows); err != nil {
+	if err := (&Printer{W: &wide, Wide: true}).Table(headers, rows); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&Printer{W: &narrow, Width: 50}).Table(headers, rows); err != nil {

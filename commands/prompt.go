@@ -162,35 +162,3 @@ func readLine(ctx context.Context, r io.Reader) (string, error) {
 		return "", ctx.Err()
 	}
 }
-
-// oneChangeFlags are the flags of commands that change one object at once
-// (consumer pause and resume, snapshot rm): they skip the plan step, so they
-// act without --execute, but keep the rest of the contract: at a terminal
-// they ask first unless --yes, and --dry-run only says what they would do.
-type oneChangeFlags struct {
-	Yes    bool `name:"yes" short:"y" help:"Do it without asking, even at a terminal."`
-	DryRun bool `name:"dry-run" help:"Only say what would change, and change nothing."`
-}
-
-// askOne decides whether a single-object change is made: with --dry-run it
-// prints what would be done (what, a sentence) and returns false; with
-// --yes, --json or no terminal it returns true without asking; at a terminal
-// it asks "<what>? [y/N]" on stderr, as askApply does.
-func askOne(ctx context.Context, env *Env, p *Printer, f oneChangeFlags, what, action string) (bool, error) {
-	switch {
-	case f.DryRun:
-		if p.JSON {
-			return false, p.PrintJSON(map[string]any{"dry_run": true, "would": what})
-		}
-		p.Printf("Dry run: would %s; nothing changed.\n", what)
-		return false, nil
-	}
-	if err := env.needReason(action); err != nil {
-		return false, err
-	}
-	switch {
-	case f.Yes || p.JSON || !env.IsTerminal:
-		return true, nil
-	}
-	return confirm(ctx, env, strings.ToUpper(what[:1])+what[1:]+"?", action)
-}

@@ -1,5 +1,13 @@
 package commands
 
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/alecthomas/kong"
+)
+
 // CLI is the root command: it only lists the commands.
 type CLI struct {
 	Globals
@@ -20,22 +28,75 @@ type CLI struct {
 }
 
 const rootHelp = `A control-plane CLI for NATS JetStream: find the stream sequence for a time,
-move durable consumers there safely, and process streams without doing any message twice.
+move durable consumers there safely, and process streams without doing any
+message twice.
 
 Examples:
-  jsctl demo                                          # the three jobs, end to end, on a throw-away server
-  jsctl seek ORDERS "2026-11-29 10:00:00" --around 3  # the exact sequence for a time, with neighbours
-  jsctl stream timeline ORDERS --since -6h            # where traffic changed
-  jsctl consumer reset ORDERS billing --to-time 10:00 # plan a rewind; add --execute to apply it
-  jsctl consumer check ORDERS --all --lag-warn 1000   # Nagios/Prometheus health check (exit 0-3)
-  jsctl consume ORDERS billing --exec ./bill.sh       # run a handler once per message
-  jsctl serve --store ./data                          # a development server on 127.0.0.1:4222
-  jsctl --embedded ./data seek ORDERS -1h             # any command against an in-process server
+  # the three jobs, end to end, on a throw-away server
+  jsctl demo
+  # the exact sequence for a time, with neighbours
+  jsctl seek ORDERS "2026-11-29 10:00:00" --around 3
+  # where traffic changed
+  jsctl stream timeline ORDERS --since -6h
+  # plan a rewind; add --execute to apply it
+  jsctl consumer reset ORDERS billing --to-time 10:00
+  # Nagios/Prometheus health check (exit 0-3)
+  jsctl consumer check ORDERS --all --lag-warn 1000
+  # run a handler once per message
+  jsctl consume ORDERS billing --exec ./bill.sh
+  # a development server on 127.0.0.1:4222
+  jsctl serve --store ./data
+  # any command against an in-process server
+  jsctl --embedded ./data seek ORDERS -1h
 
 Times (everywhere a time is accepted):
-  RFC 3339 (2026-11-29T10:00:00Z), "2026-11-29 10:00:05", "2026-11-29", "10:00:05" (today, in --tz),
-  Unix seconds/ms/µs/ns by magnitude (1795946400), @1795946400, now, -90m, "2h ago", now-1d12h, 1d.
+  RFC 3339 (2026-11-29T10:00:00Z), "2026-11-29 10:00:05", "2026-11-29",
+  "10:00:05" (today, in --tz), Unix seconds/ms/µs/ns by magnitude (1795946400),
+  @1795946400, now, -90m, "2h ago", now-1d12h, 1d.
 
 ` + exitCodesHelp + `
 
-Help topics: jsctl help times|exit-codes|connecting|permissions; jsctl help COMMAND...`
+Help topics: jsctl help times|exit-codes|connecting|permissions|handler; jsctl help
+COMMAND...`
+
+// BeforeApply names a command's missing arguments before any of its own
+// checks run: kong checks them after the commands' Validate methods, which
+// would otherwise ask for a flag or a time first ("jsctl seek" asked for
+// the time, not the stream).
+func (c *CLI) BeforeApply(kctx *kong.Context) error {
+	return missingArgs(kctx)
+}
+
+// missingArgs is kong's own message for the required arguments of the
+// selected command that the command line does not give.
+func missingArgs(kctx *kong.Context) error {
+	node := kctx.Selected()
+	if node == nil {
+		return nil
+	}
+	given := map[*kong.Value]bool{}
+	for _, p := range kctx.Path {
+		if p.Positional != nil {
+			given[p.Positional] = true
+		}
+	}
+	var missing []string
+	for _, p := range node.Positional {
+		if p.Required && !given[p] && !envSet(p.Tag.Envs) {
+			missing = append(missing, "<"+p.Name+">")
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("expected %q", strings.Join(missing, " "))
+}
+
+func envSet(names []string) bool {
+	for _, n := range names {
+		if _, ok := os.LookupEnv(n); ok {
+			return true
+		}
+	}
+	return false
+}

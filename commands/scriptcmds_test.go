@@ -33,6 +33,7 @@ type serverKey struct{}
 func scriptCommands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"stream-add":              cmdStreamAdd,
+		"fits":                    cmdFits,
 		"pub":                     cmdPub,
 		"msgtime":                 cmdMsgTime,
 		"server-restart":          cmdServerRestart,

@@ -215,8 +215,13 @@ func offsetText(t, target time.Time) string {
 }
 
 // shortOffset is offsetText for a table cell.
-func shortOffset(t, target time.Time) string {
+// shortOffset is a FROM TARGET cell: to the millisecond in a table, to
+// the nanosecond with --wide.
+func shortOffset(p *Printer, t, target time.Time) string {
 	d := t.Sub(target)
+	if !p.Wide && (d >= time.Millisecond || d <= -time.Millisecond) {
+		d = d.Round(time.Millisecond)
+	}
 	if d > 0 {
 		return "+" + d.String()
 	}
@@ -230,9 +235,11 @@ func printSeek(p *Printer, r *seek.Result, around int) error {
 	}
 	p.Printf("Stream:   %s\n", r.Stream)
 	p.Printf("Target:   %s (%s)\n", p.Time(r.Target), r.Mode)
-	if m := r.Message; m != nil {
-		p.Printf("Message:  sequence %d%s\n", m.Sequence, filter)
-		p.Printf("Time:     %s, %s\n", p.Time(m.Time), offsetText(m.Time, r.Target))
+	if m := r.Message; m != nil { // the sequence is said once, by Sequence: below
+		if r.Subject != "" {
+			p.Printf("Filter:   subjects %q\n", r.Subject)
+		}
+		p.Fitf("Time:     %s, %s\n", p.Time(m.Time), offsetText(m.Time, r.Target))
 		p.Printf("Subject:  %s\n", Escape(m.Subject))
 		p.Printf("Size:     %d bytes\n", m.Size)
 		p.Printf("Preview:  %s\n", Preview(m.Data, seekPreviewBytes))
@@ -260,9 +267,9 @@ func printSeek(p *Printer, r *seek.Result, around int) error {
 			mark = ">"
 		}
 		rows = append(rows, []string{
-			mark, strconv.FormatUint(n.Sequence, 10), p.TableTime(n.Time), shortOffset(n.Time, r.Target),
+			mark, strconv.FormatUint(n.Sequence, 10), p.TableTime(n.Time), shortOffset(p, n.Time, r.Target),
 			n.Subject, strconv.Itoa(n.Size), PreviewCell(n.Data, seekPreviewBytes),
 		})
 	}
-	return p.Table([]string{"", "SEQ", "TIME", "FROM TARGET", "SUBJECT", "SIZE", "PREVIEW"}, rows)
+	return p.Table([]string{"", "SEQ", "TIME", "FROM TARGET", "SUBJECT", "SIZE", "PREVIEW"}, rows, cutToFit("PREVIEW", "SUBJECT"))
 }

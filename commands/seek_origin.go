@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -162,15 +161,13 @@ func printSeekOrigin(p *Printer, r *seek.Result, tr *replica.Result, around int)
 		p.Printf("Note:     %s could not be read; translated from %s's records alone\n", tr.Origin, r.Stream)
 	}
 	if m := r.Message; m != nil {
-		from := ""
-		switch {
+		switch { // the sequence is said once, by Sequence: below
 		case tr.Method == replica.ByTime:
 		case tr.FromSeq == tr.OriginSeq:
-			from = fmt.Sprintf(", from origin sequence %d", tr.FromSeq)
+			p.Printf("Message:  copied from origin sequence %d\n", tr.FromSeq)
 		default:
-			from = fmt.Sprintf(", from origin sequence %d (the first copied after %d)", tr.FromSeq, tr.OriginSeq)
+			p.Printf("Message:  copied from origin sequence %d (the first copied after %d)\n", tr.FromSeq, tr.OriginSeq)
 		}
-		p.Printf("Message:  sequence %d%s\n", m.Sequence, from)
 		if r.Target.IsZero() {
 			p.Printf("Time:     %s\n", p.Time(m.Time))
 		} else {
@@ -198,7 +195,7 @@ func printSeekOrigin(p *Printer, r *seek.Result, tr *replica.Result, around int)
 			n.Subject, strconv.Itoa(n.Size), PreviewCell(n.Data, seekPreviewBytes),
 		})
 	}
-	return p.Table([]string{"", "SEQ", "FROM", "TIME", "SUBJECT", "SIZE", "PREVIEW"}, rows)
+	return p.Table([]string{"", "SEQ", "FROM", "TIME", "SUBJECT", "SIZE", "PREVIEW"}, rows, cutToFit("PREVIEW", "SUBJECT"))
 }
 
 // neighbourOrigin is where a neighbour came from: "ORIGIN:SEQ" (a mirror's

@@ -175,7 +175,7 @@ func printTimeline(p *Printer, r *seek.TimelineResult) error {
 		return nil
 	}
 	width := timelineWidthText(r.Width)
-	p.Printf("Stream %s, %s: %d messages from %s to %s\n", r.Stream, what, r.Total, p.Time(r.Since), p.Time(r.Until))
+	p.Fitf("Stream %s, %s: %d messages from %s to %s\n", r.Stream, what, r.Total, p.Time(r.Since), p.Time(r.Until))
 	p.Printf("Window: %s\n", timelineWindow(r))
 	p.Printf("%d buckets of %s, counted by %s (%d requests)\n\n", len(r.Buckets), width, r.Method, r.Requests)
 	var most uint64

@@ -422,7 +422,7 @@ func connectWithin(ctx context.Context, url, shown string, timeout time.Duration
 				r.nc.Close()
 			}
 		}()
-		return nil, Errorf(ErrConnection, "connect to %s: no answer within %s", shown, timeout)
+		return nil, Errorf(ErrConnection, "connect to %s: no answer within %s%s", shown, timeout, ServerHint)
 	}
 }
 
@@ -432,12 +432,16 @@ func connectError(url string, err error) error {
 		strings.Contains(strings.ToLower(err.Error()), "authorization"):
 		return Errorf(ErrPermission, "connect to %s: authorization failed (check --user/--password, --token, --creds or --nkey)", url)
 	case errors.Is(err, nats.ErrNoServers), errors.Is(err, syscall.ECONNREFUSED):
-		return Errorf(ErrConnection, "connect to %s: no server answered (connection refused)", url)
+		return Errorf(ErrConnection, "connect to %s: no server answered (connection refused)%s", url, ServerHint)
 	case errors.Is(err, nats.ErrTimeout), isNetTimeout(err):
-		return Errorf(ErrConnection, "connect to %s: timed out", url)
+		return Errorf(ErrConnection, "connect to %s: timed out%s", url, ServerHint)
 	}
-	return Errorf(ErrConnection, "connect to %s: %w", url, err)
+	return Errorf(ErrConnection, "connect to %s: %w%s", url, err, ServerHint)
 }
+
+// ServerHint ends every error of a connection that failed (refused, timed
+// out, unanswered): how to name another server.
+const ServerHint = "; choose the server with -s URL, NATS_URL or --context NAME"
 
 func isNetTimeout(err error) bool {
 	var ne net.Error

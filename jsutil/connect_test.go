@@ -148,7 +148,7 @@ func TestConnectRefused(t *testing.T) {
 	l.Close() // nothing listens there now
 	start := time.Now()
 	_, err = connect(t, jsutil.ConnectOptions{URL: url, Timeout: time.Second})
-	wantErr(t, err, jsutil.ErrConnection, url, "connection refused")
+	wantErr(t, err, jsutil.ErrConnection, url, "connection refused", jsutil.ServerHint)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("refused connection took %s", d)
 	}
@@ -193,7 +193,7 @@ func TestConnectSilentServer(t *testing.T) {
 	start := time.Now()
 	_, err = connect(t, jsutil.ConnectOptions{URL: "nats://" + l.Addr().String(), Timeout: timeout})
 	took := time.Since(start)
-	wantErr(t, err, jsutil.ErrConnection, l.Addr().String())
+	wantErr(t, err, jsutil.ErrConnection, l.Addr().String(), jsutil.ServerHint)
 	if took > 5*timeout+time.Second {
 		t.Errorf("silent server: gave up after %s, timeout %s", took, timeout)
 	}

@@ -131,8 +131,8 @@ type refusal struct {
 }
 
 type refusalWaiter struct {
-	subject string
-	cancel  context.CancelCauseFunc
+	match  func(subject string) bool
+	cancel context.CancelCauseFunc
 }
 
 type refusalsKey struct{}
@@ -167,7 +167,7 @@ func (r *Refusals) Note(err error, inbox string) {
 	defer r.mu.Unlock()
 	r.list = append(r.list, &refusal{subject: subject, err: err})
 	for id, w := range r.waiters {
-		if replies || subject != "" && w.subject == subject {
+		if replies || subject != "" && w.match(subject) {
 			w.cancel(refusalError(subject, err))
 			delete(r.waiters, id)
 		}
@@ -186,6 +186,11 @@ func refusalError(subject string, violation error) error {
 // watch returns ctx ended, with the refusal as its cause, when the server
 // reports subject refused after this call; stop releases it.
 func (r *Refusals) watch(ctx context.Context, subject string) (context.Context, func()) {
+	return r.watchMatch(ctx, func(s string) bool { return s == subject })
+}
+
+// watchMatch is watch for every refused subject that match accepts.
+func (r *Refusals) watchMatch(ctx context.Context, match func(subject string) bool) (context.Context, func()) {
 	if r == nil {
 		return ctx, func() {}
 	}
@@ -196,7 +201,7 @@ func (r *Refusals) watch(ctx context.Context, subject string) (context.Context, 
 	}
 	id := r.next
 	r.next++
-	r.waiters[id] = refusalWaiter{subject: subject, cancel: cancel}
+	r.waiters[id] = refusalWaiter{match: match, cancel: cancel}
 	r.mu.Unlock()
 	return ctx, func() {
 		r.mu.Lock()
@@ -214,6 +219,13 @@ func (r *Refusals) watch(ctx context.Context, subject string) (context.Context, 
 // refusal. Call stop once the request is done.
 func EndOnRefusal(ctx context.Context, subject string) (_ context.Context, stop func()) {
 	return RefusalsOf(ctx).watch(ctx, subject)
+}
+
+// EndOnRefusalPrefix is EndOnRefusal for every subject that is prefix or
+// starts with prefix and a dot: the creation of a consumer, whose subject
+// nats.go ends with the consumer's filter.
+func EndOnRefusalPrefix(ctx context.Context, prefix string) (_ context.Context, stop func()) {
+	return RefusalsOf(ctx).watchMatch(ctx, func(s string) bool { return s == prefix || strings.HasPrefix(s, prefix+".") })
 }
 
 // RefusedCause is err, or the refusal that ended ctx (see EndOnRefusal)

@@ -11,7 +11,7 @@ import (
 // created on first use, so commands that list them say "does not exist
 // yet" rather than "empty" when it does not.
 func KVExists(ctx context.Context, js jetstream.JetStream, bucket string) (bool, error) {
-	_, err := js.KeyValue(ctx, bucket)
+	_, err := OpenExistingKV(ctx, js, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return false, nil
 	}

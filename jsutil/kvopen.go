@@ -127,12 +127,19 @@ func openKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	err = RequestError(js.Conn(), info, RefusedCause(wctx, err))
 	stop()
 	if !create || !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return kv, err
+		return newRefusingKV(kv, js), err
 	}
-	kv, err = js.CreateKeyValue(rctx, cfg)
+	createSubj := APIPrefix(js.Options()) + "STREAM.CREATE.KV_" + cfg.Bucket
+	wctx, stop = EndOnRefusal(rctx, createSubj)
+	kv, err = js.CreateKeyValue(wctx, cfg)
+	err = RefusedCause(wctx, err)
+	stop()
 	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(rctx, cfg.Bucket)
-		return kv, RequestError(js.Conn(), info, err)
+		wctx, stop = EndOnRefusal(rctx, info)
+		kv, err = js.KeyValue(wctx, cfg.Bucket)
+		err = RefusedCause(wctx, err)
+		stop()
+		return newRefusingKV(kv, js), RequestError(js.Conn(), info, err)
 	}
-	return kv, RequestError(js.Conn(), APIPrefix(js.Options())+"STREAM.CREATE.KV_"+cfg.Bucket, err)
+	return newRefusingKV(kv, js), RequestError(js.Conn(), createSubj, err)
 }

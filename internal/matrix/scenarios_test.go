@@ -197,23 +197,26 @@ func (e *env) changed(out string) (string, string) {
 func pauseScenario(e *env) observation {
 	e.stream("PAUSE", 3)
 	c := e.consumer("PAUSE", "c", jetstream.DeliverAllPolicy)
-	code, out, errs := e.jsctl("consumer", "pause", "PAUSE", "c", "--for", "1h", "--json")
+	code, out, errs := e.jsctl("consumer", "pause", "PAUSE", "c", "--for", "1h", "--json", "--execute")
 	if code != 0 {
 		if ci, err := c.Info(e.ctx()); err != nil || ci.Paused {
 			e.t.Errorf("after a refused pause: paused %v, %v", ci != nil && ci.Paused, err)
 		}
 		return refused(code, errs)
 	}
-	var st struct {
-		Paused bool `json:"paused"`
+	var doc struct {
+		Executed  bool `json:"executed"`
+		Consumers []struct {
+			Paused bool `json:"paused"`
+		} `json:"consumers"`
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil || !st.Paused {
-		e.t.Errorf("pause --json: paused %v, %v\n%s", st.Paused, err, out)
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || !doc.Executed || len(doc.Consumers) != 1 || !doc.Consumers[0].Paused {
+		e.t.Errorf("pause --json --execute: %+v, %v\n%s", doc, err, out)
 	}
 	if ci, err := c.Info(e.ctx()); err != nil || !ci.Paused {
 		e.t.Errorf("after pause the server reports paused=%v (%v)", ci != nil && ci.Paused, err)
 	}
-	if code, _, errs := e.jsctl("consumer", "resume", "PAUSE", "c", "--json"); code != 0 {
+	if code, _, errs := e.jsctl("consumer", "resume", "PAUSE", "c", "--json", "--execute"); code != 0 {
 		e.t.Errorf("resume exited %d: %s", code, errs)
 	}
 	if ci, err := c.Info(e.ctx()); err != nil || ci.Paused {

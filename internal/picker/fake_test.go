@@ -223,7 +223,7 @@ func (f *fakeSource) Plan(_ context.Context, stream, consumer string, seq uint64
 	f.mu.Lock()
 	f.plans = append(f.plans, seq)
 	f.mu.Unlock()
-	return &reset.Plan{Stream: stream, Target: reset.Target{Kind: reset.ToSeq, Seq: seq}, Changes: []*reset.Change{{Consumer: consumer, Method: reset.Reset, To: reset.To{Sequence: seq}, Redeliver: 3}}}, nil
+	return &reset.Plan{Stream: stream, Target: reset.Target{Kind: reset.ToSeq, Seq: seq}, Changes: []*reset.Change{{Consumer: consumer, Method: reset.Reset, To: reset.To{Sequence: seq}, Redeliver: ptrU64(3), Skip: ptrU64(0)}}}, nil
 }
 
 func (f *fakeSource) ParseTime(s string) (time.Time, error) {
@@ -258,3 +258,5 @@ func (o bruteOne) seek(_ context.Context, t time.Time, mode seek.Mode, subject s
 func (o bruteOne) at(_ context.Context, seq uint64, subject string, around int) (*seek.Result, error) {
 	return bruteAt(o.msgs, seq, subjectsOf(subject), around), nil
 }
+
+func ptrU64(n uint64) *uint64 { return &n }

@@ -308,7 +308,7 @@ func (m *Model) planLine() string {
 		return "Plan: none"
 	}
 	c := pl.Changes[0]
-	s := fmt.Sprintf("Plan: first delivery %d, redeliver %d, skip %d, ack records in range %d (%s)", c.To.Sequence, c.Redeliver, c.Skip, c.AckRecordsInRange, c.Method)
+	s := fmt.Sprintf("Plan: first delivery %d, redeliver %s, skip %s, ack records in range %d (%s)", c.To.Sequence, countText(c.Redeliver), countText(c.Skip), c.AckRecordsInRange, c.Method)
 	if c.Refused != "" {
 		s += "; refused: " + c.Refused
 	}
@@ -493,4 +493,13 @@ func printable(s string) bool {
 		}
 	}
 	return true
+}
+
+// countText is a plan count, "unknown" when a read it needs was refused
+// or unanswered (nil).
+func countText(n *uint64) string {
+	if n == nil {
+		return "unknown"
+	}
+	return fmt.Sprint(*n)
 }

@@ -14,7 +14,13 @@
 #   ROUNDS=1 LIBMSGS=5000 CLIMSGS=2000 MEMMSGS=10000,100000 jsutil/acks/bench.sh
 #   CLI=0 jsutil/acks/bench.sh                         # the library only
 #   BASE=<commit> CLI=0 jsutil/acks/bench.sh           # and the library at <commit>
+#   PROFILE=1 ROUNDS=1 CLI=0 jsutil/acks/bench.sh      # and the server's CPU split
 #
+# With PROFILE=1, one more pass of the library benchmark runs with the
+# server's profiling port open and a CPU profile of the server over each run
+# (PROFSECS seconds, default 15: a run must end within it), and a second
+# table splits the server's CPU per message by function family
+# (jsutil/acks/profsplit.awk says which functions go where).
 # With BASE, the library benchmark of this tree also runs on the library
 # of that commit, interleaved, and the table gains its rows ("before").
 set -eu
@@ -43,6 +49,11 @@ while [ "$i" -lt "$rounds" ]; do
 		"$tmp/acks.test" -test.run '^$' -test.bench 'BenchmarkProcessCLI' -test.benchtime "${CLIMSGS:-5000}x" -acks.jsctl "$tmp/jsctl" >>"$tmp/out"
 	fi
 done
+if [ "${PROFILE:-0}" != 0 ]; then
+	echo "profiled pass" >&2
+	"$tmp/acks.test" -test.run '^$' -test.bench 'BenchmarkProcessLibrary/(records|prefetch)' -test.benchtime "${LIBMSGS:-30000}x" \
+		-acks.profile "$tmp/prof" -acks.profilesecs "${PROFSECS:-15}" >/dev/null
+fi
 if [ "${CLI:-1}" != 0 ]; then
 	"$tmp/acks.test" -test.run '^$' -test.bench 'BenchmarkProcessMemory' -test.benchtime 1x -acks.jsctl "$tmp/jsctl" \
 		-acks.memmsgs "${MEMMSGS:-10000,1000000}" -test.timeout 60m >>"$tmp/out"
@@ -107,3 +118,14 @@ END {
 		printf "%-44s %14.0f %11.1f MiB\n", name, median(parts[1] SUBSEP m), median(k) / 1024
 	}
 }' "$tmp/out"
+if [ "${PROFILE:-0}" != 0 ]; then
+	echo
+	printf '%-40s %14s %14s %14s %14s\n' "server CPU us per message, by family" "records, 1" "records, 16" "prefetch, 1" "prefetch, 16"
+	for run in records-workers=1 records-workers=16 prefetch-workers=1 prefetch-workers=16; do
+		go tool pprof -traces "$tmp/prof/$run.pprof" 2>/dev/null |
+			awk -v msgs="$(cat "$tmp/prof/$run.msgs")" -f jsutil/acks/profsplit.awk >"$tmp/prof/$run.split"
+	done
+	paste "$tmp/prof/records-workers=1.split" "$tmp/prof/records-workers=16.split" \
+		"$tmp/prof/prefetch-workers=1.split" "$tmp/prof/prefetch-workers=16.split" |
+		awk -F'\t' '{ printf "%-40s %14s %14s %14s %14s\n", $1, $2, $4, $6, $8 }'
+fi

@@ -43,7 +43,11 @@ type procEnv struct {
 
 func newProcEnv(b *testing.B) *procEnv {
 	b.Helper()
-	srv := natsproc.Start(b, natsproc.Options{})
+	var o natsproc.Options
+	if *benchProfile != "" {
+		o.Config = "prof_port: -1"
+	}
+	srv := natsproc.Start(b, o)
 	nc, err := nats.Connect(srv.URL())
 	if err != nil {
 		b.Fatal(err)
@@ -143,6 +147,14 @@ func BenchmarkProcessLibrary(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+				var prof *serverProfile
+				if *benchProfile != "" {
+					file := profileFile(b, mode, workers)
+					if err := os.WriteFile(strings.TrimSuffix(file, ".pprof")+".msgs", []byte(strconv.Itoa(b.N)+"\n"), 0o644); err != nil {
+						b.Fatal(err)
+					}
+					prof = e.startProfile(b, e.profPort(b), file)
+				}
 				in, srvCPU, cliCPU := e.inMsgs(b), e.serverCPU(b), selfCPU()
 				b.ResetTimer()
 				start := time.Now()
@@ -159,12 +171,16 @@ func BenchmarkProcessLibrary(b *testing.B) {
 				}
 				elapsed := time.Since(start)
 				b.StopTimer()
+				srvCPUAfter := e.serverCPU(b)
+				if prof != nil {
+					prof.wait(b, time.Since(prof.start))
+				}
 				if int(handled.Load()) != b.N {
 					b.Fatalf("handled %d of %d", handled.Load(), b.N)
 				}
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
 				b.ReportMetric(float64(e.inMsgs(b)-in)/float64(b.N), "in_msgs/msg")
-				b.ReportMetric(float64(e.serverCPU(b)-srvCPU)/float64(b.N), "server_cpu_us/msg")
+				b.ReportMetric(float64(srvCPUAfter-srvCPU)/float64(b.N), "server_cpu_us/msg")
 				b.ReportMetric(float64(selfCPU()-cliCPU)/float64(b.N), "client_cpu_us/msg")
 			})
 		}

@@ -150,7 +150,7 @@ func OpenExisting(ctx context.Context, js jetstream.JetStream, bucket string) (*
 	if err := checkBucket(bucket); err != nil {
 		return nil, err
 	}
-	kv, err := js.KeyValue(ctx, bucket)
+	kv, err := jsutil.OpenExistingKV(ctx, js, bucket)
 	if err != nil {
 		return nil, openErr(err, bucket)
 	}

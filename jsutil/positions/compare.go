@@ -207,9 +207,13 @@ func (r *streamReader) pendingFrom(ctx context.Context, filters []string, seq ui
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	cons, err := r.stream.CreateConsumer(rctx, cfg)
+	create := jsutil.APIPrefix(r.js.Options()) + "CONSUMER.CREATE." + r.info.Config.Name + "." + cfg.Name
+	wctx, stop := jsutil.EndOnRefusalPrefix(rctx, create)
+	cons, err := r.stream.CreateConsumer(wctx, cfg)
+	err = jsutil.RefusedCause(wctx, err)
+	stop()
 	if err != nil {
-		return 0, err
+		return 0, jsutil.RequestError(r.js.Conn(), create, err)
 	}
 	n := cons.CachedInfo().NumPending
 	_ = r.stream.DeleteConsumer(rctx, cfg.Name)

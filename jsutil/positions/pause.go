@@ -171,3 +171,29 @@ func checkNames(stream, consumer string) error {
 	}
 	return checkName("consumer", consumer)
 }
+
+// PauseOf reads a consumer's pause state and its creation time (which
+// tells it from a consumer of the same name deleted and created again
+// later). A missing stream or consumer is an error wrapping
+// jsutil.ErrNotFound; errors start with `consumer "NAME" on "STREAM"`, for
+// the caller to say what it was doing.
+func PauseOf(ctx context.Context, js jetstream.JetStream, stream, consumer string, opts Options) (*PauseState, time.Time, error) {
+	opts = opts.withDefaults()
+	if err := checkNames(stream, consumer); err != nil {
+		return nil, time.Time{}, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	c, err := js.Consumer(rctx, stream, consumer)
+	if err != nil {
+		return nil, time.Time{}, jsutil.Wrap(err, "consumer %q on %q", consumer, stream)
+	}
+	ci := c.CachedInfo()
+	st := &PauseState{Stream: stream, Consumer: consumer, Paused: ci.Paused}
+	if ci.Paused && ci.Config.PauseUntil != nil {
+		t := ci.Config.PauseUntil.UTC()
+		st.PauseUntil = &t
+		st.UntilResumed = !t.Before(UntilResumed())
+	}
+	return st, ci.Created, nil
+}

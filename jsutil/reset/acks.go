@@ -102,8 +102,8 @@ func (p *planner) countAcks(ctx context.Context, c *Change) error {
 		age := p.opts.Now().Sub(*c.To.Time)
 		w := fmt.Sprintf("ack records are kept %v and the replay starts at a message stored %v ago: records of messages handled more than %v ago have expired",
 			info.Retention, age.Round(time.Second), info.Retention)
-		if scope == acks.DefaultScope(c.Stream, c.Consumer) && c.Redeliver >= uint64(n) {
-			w += fmt.Sprintf(" (%d of the %d messages in the range have no record)", c.Redeliver-uint64(n), c.Redeliver)
+		if r := c.Redeliver; scope == acks.DefaultScope(c.Stream, c.Consumer) && r != nil && *r >= uint64(n) {
+			w += fmt.Sprintf(" (%d of the %d messages in the range have no record)", *r-uint64(n), *r)
 		}
 		if !p.opts.ForgetAcks {
 			w += "; the replay still skips those its consumer's floor covers"

@@ -389,7 +389,10 @@ func (x *executor) hold(ctx context.Context, c *Change, name string, seq uint64)
 	}
 	ctx, cancel := context.WithTimeout(ctx, x.opts.Timeout)
 	defer cancel()
-	_, err := x.stream.CreateConsumer(ctx, cfg)
+	wctx, stop := jsutil.EndOnRefusal(ctx, subject)
+	_, err := x.stream.CreateConsumer(wctx, cfg)
+	err = jsutil.RefusedCause(wctx, err)
+	stop()
 	return jsutil.RequestError(x.js.Conn(), subject, err)
 }
 

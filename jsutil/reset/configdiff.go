@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ConfigField is one field of a consumer configuration that a saved
@@ -87,6 +88,11 @@ func diffFields(raw json.RawMessage) (map[string][]byte, error) {
 	}
 	delete(m, "name")
 	delete(m, "durable_name")
+	for k, v := range m {
+		if unsetValue(v) {
+			delete(m, k)
+		}
+	}
 	if md, ok := m["metadata"].(map[string]any); ok {
 		for k := range md {
 			if strings.HasPrefix(k, "_nats.") {
@@ -109,6 +115,21 @@ func diffFields(raw json.RawMessage) (map[string][]byte, error) {
 		out[k] = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	}
 	return out, nil
+}
+
+// unsetValue reports whether a configuration value says "not set": JSON
+// null, or the zero time ("0001-01-01T00:00:00Z", which clients write for
+// a pause_until or opt_start_time they do not set). Such a field is the
+// same as an absent one, so a diff never shows "zero time -> unset".
+func unsetValue(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, v)
+		return err == nil && t.IsZero()
+	}
+	return false
 }
 
 // valueText is a value in a warning: its JSON, or "unset".

@@ -3,6 +3,7 @@ package reset
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,39 @@ func TestDiffConfig(t *testing.T) {
 	}
 	if same, err := DiffConfig(DefaultConfig, json.RawMessage(`{"replay_policy":"instant","num_replicas":0,"max_waiting":512,"max_deliver":-1,"max_ack_pending":1000,"deliver_policy":"all","ack_wait":30000000000,"ack_policy":"explicit","durable_name":"x"}`)); err != nil || len(same) != 0 {
 		t.Fatalf("a default consumer differs from the defaults: %+v, %v", same, err)
+	}
+}
+
+// TestDiffConfigUnsetValues: a field set to a value that means "not set"
+// (null, the zero time) is the same as an absent one, on either side, in
+// every configuration diff (DiffConfig is the only one: plans, copies,
+// snapshots, recover and history all use it); a real value still differs.
+func TestDiffConfigUnsetValues(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		from, to string
+		want     []string
+	}{
+		{"zero pause_until against none", `{"pause_until":"0001-01-01T00:00:00Z","deliver_policy":"all"}`, `{"deliver_policy":"all"}`, nil},
+		{"none against zero opt_start_time", `{}`, `{"opt_start_time":"0001-01-01T00:00:00Z"}`, nil},
+		{"null against none", `{"description":null}`, `{}`, nil},
+		{"zero against a time", `{"pause_until":"0001-01-01T00:00:00Z"}`, `{"pause_until":"2026-11-29T10:00:00Z"}`, []string{"pause_until"}},
+		{"a time against none", `{"pause_until":"2026-11-29T10:00:00Z"}`, `{}`, []string{"pause_until"}},
+		{"a string that is no time", `{"description":"0001"}`, `{}`, []string{"description"}},
+	} {
+		diff, err := DiffConfig(json.RawMessage(c.from), json.RawMessage(c.to))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got []string
+		for _, f := range diff {
+			got = append(got, f.Field)
+			if string(f.From) == `"0001-01-01T00:00:00Z"` || string(f.To) == `"0001-01-01T00:00:00Z"` {
+				t.Errorf("%s: the zero time shown as a value: %+v", c.name, f)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s: diff fields %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -24,6 +24,9 @@ type Source struct {
 	// filter takes and the source's does not: the source's position says
 	// nothing about them, so neither consumer has handled them.
 	Uncovered uint64 `json:"uncovered"`
+	// UncoveredUnknown is set when the move skips messages whose count is
+	// unknown (a refused or unanswered read): Uncovered is then not known.
+	UncoveredUnknown bool `json:"uncovered_unknown,omitempty"`
 }
 
 // source reads the consumer a ToConsumer target copies, once per plan.
@@ -68,7 +71,11 @@ func (p *planner) compareSource(ctx context.Context, c *Change) error {
 	}
 	c.warn("its filter (%s) differs from %s's (%s): %s's position says nothing about the messages only this consumer takes",
 		filterText(c.Filters), s.Consumer, filterText(s.Filters), s.Consumer)
-	if c.Skip == 0 {
+	if c.Skip == nil {
+		s.UncoveredUnknown = true
+		return nil
+	}
+	if *c.Skip == 0 {
 		return nil
 	}
 	common, any := intersectFilters(c.Filters, s.Filters)
@@ -82,12 +89,16 @@ func (p *planner) compareSource(ctx context.Context, c *Change) error {
 		if err != nil {
 			return err
 		}
-		if a > b {
-			covered = a - b
+		if a == nil || b == nil {
+			s.UncoveredUnknown = true
+			return nil
+		}
+		if *a > *b {
+			covered = *a - *b
 		}
 	}
-	if c.Skip > covered {
-		s.Uncovered = c.Skip - covered
+	if *c.Skip > covered {
+		s.Uncovered = *c.Skip - covered
 	}
 	return nil
 }

@@ -62,35 +62,100 @@ func (p *planner) msgTimeErr(ctx context.Context, seq uint64) (*time.Time, error
 
 // count fills Redeliver (the messages matching the consumer's filters from
 // the target up to the consumer's delivered sequence) and Skip (those after
-// its ack floor and before the target).
+// its ack floor and before the target); each stays nil, unknown, when a
+// count it needs could not be made.
 func (p *planner) count(ctx context.Context, c *Change) error {
 	seq := c.To.Sequence
+	zero := uint64(0)
+	c.Redeliver, c.Skip = &zero, &zero
+	between := func(from, to uint64) (*uint64, error) {
+		a, err := p.countFrom(ctx, c, from)
+		if err != nil || a == nil {
+			return nil, err
+		}
+		b, err := p.countFrom(ctx, c, to)
+		if err != nil || b == nil {
+			return nil, err
+		}
+		n := uint64(0)
+		if *a > *b {
+			n = *a - *b
+		}
+		return &n, nil
+	}
+	var err error
 	if seq <= c.From.Delivered {
-		a, err := p.countFrom(ctx, c, seq)
-		if err != nil {
+		if c.Redeliver, err = between(seq, c.From.Delivered+1); err != nil {
 			return err
-		}
-		b, err := p.countFrom(ctx, c, c.From.Delivered+1)
-		if err != nil {
-			return err
-		}
-		if a > b {
-			c.Redeliver = a - b
 		}
 	}
 	if seq > c.From.AckFloor+1 {
-		a, err := p.countFrom(ctx, c, c.From.AckFloor+1)
-		if err != nil {
+		if c.Skip, err = between(c.From.AckFloor+1, seq); err != nil {
 			return err
-		}
-		b, err := p.countFrom(ctx, c, seq)
-		if err != nil {
-			return err
-		}
-		if a > b {
-			c.Skip = a - b
 		}
 	}
+	return nil
+}
+
+// noteNeverDelivered fills NeverDelivered: the messages within the
+// consumer's filters after its delivered sequence and before the target,
+// which a move there skips without the consumer ever having received them.
+// Where the target names a point to go back to (a time, a duration, a
+// sequence, the earliest message, the ack floor) the change warns: such a
+// "rewind" moves the consumer forward, typically one created after the
+// traffic. The targets that move forward by design (--to-latest,
+// --shift-by=+N, another consumer's position, the undo of a rewind) are
+// counted and not warned about.
+func (p *planner) noteNeverDelivered(ctx context.Context, c *Change, target Target) error {
+	seq := c.To.Sequence
+	zero := uint64(0)
+	c.NeverDelivered = &zero
+	if seq <= c.From.Delivered+1 {
+		return nil
+	}
+	// These counts' own notes (an upper bound) are said once already, by
+	// count's.
+	warned := len(c.Warnings)
+	a, err := p.countFrom(ctx, c, c.From.Delivered+1)
+	if err != nil {
+		return err
+	}
+	b, err := p.countFrom(ctx, c, seq)
+	if err != nil {
+		return err
+	}
+	c.Warnings = c.Warnings[:warned]
+	if a == nil || b == nil {
+		// Unknown: count's own warning says why; the move may still skip
+		// messages the consumer never received.
+		c.NeverDelivered = nil
+		switch target.Kind {
+		case ToTime, ByDuration, ToSeq, ToEarliest, ToAckFloor:
+			c.warn("this may move the consumer forward, not back: it has delivered up to sequence %d and the target is %d; how many messages it never received would be skipped is unknown",
+				c.From.Delivered, seq)
+		}
+		return nil
+	}
+	if *a <= *b {
+		return nil
+	}
+	n := *a - *b
+	c.NeverDelivered = &n
+	switch target.Kind {
+	case ToTime, ByDuration, ToSeq, ToEarliest, ToAckFloor:
+	default:
+		return nil
+	}
+	noun := "messages"
+	if n == 1 {
+		noun = "message"
+	}
+	count := fmt.Sprint(n)
+	if c.countsBound {
+		count = "at most " + count
+	}
+	c.warn("this moves the consumer forward, not back: it has delivered up to sequence %d, so the target %d skips %s %s it never received (without the move it would deliver them)",
+		c.From.Delivered, seq, count, noun)
 	return nil
 }
 
@@ -105,26 +170,29 @@ func (p *planner) count(ctx context.Context, c *Change) error {
 //     (which allows no second consumer on the same subjects).
 //
 // Where none applies it counts sequence numbers, an upper bound, and says so
-// in a warning.
-func (p *planner) countFrom(ctx context.Context, c *Change, seq uint64) (uint64, error) {
+// in a warning. A count that a refused or unanswered request keeps from
+// being made is nil (unknown), with a warning naming why.
+func (p *planner) countFrom(ctx context.Context, c *Change, seq uint64) (*uint64, error) {
 	return p.countFiltered(ctx, c, c.Filters, seq)
 }
 
 // countFiltered is countFrom with the given filters (none: all subjects)
 // instead of the consumer's own; warnings go to c.
-func (p *planner) countFiltered(ctx context.Context, c *Change, filters []string, seq uint64) (uint64, error) {
+func (p *planner) countFiltered(ctx context.Context, c *Change, filters []string, seq uint64) (*uint64, error) {
 	st := p.info.State
 	last := st.LastSeq
 	if seq > last {
-		return 0, nil
+		zero := uint64(0)
+		return &zero, nil
 	}
 	key := fmt.Sprintf("%d|%s", seq, strings.Join(filters, " "))
 	p.mu.Lock()
-	n, ok := p.counts[key]
+	known, ok := p.counts[key]
 	p.mu.Unlock()
 	if ok {
-		return n, nil
+		return known, nil
 	}
+	var n uint64
 	bySeq := last + 1 - max(seq, st.FirstSeq, 1)
 	cfg := p.info.Config
 	var err error
@@ -145,21 +213,23 @@ func (p *planner) countFiltered(ctx context.Context, c *Change, filters []string
 		}
 	case cfg.Retention == jetstream.WorkQueuePolicy:
 		n = bySeq
+		c.countsBound = true
 		c.warn("counted by sequence numbers (at most %d messages): on a work-queue stream only the stream's direct get (allow_direct) can count this consumer's messages, and this stream does not allow it", n)
 	default:
 		n, err = p.consumerCount(ctx, c, filters, seq)
 	}
+	out := &n
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, jsutil.Wrap(err, "count messages for consumer %q on %q", c.Consumer, c.Stream)
+			return nil, jsutil.Wrap(err, "count messages for consumer %q on %q", c.Consumer, c.Stream)
 		}
-		n = bySeq
-		c.warn("counted by sequence numbers (at most %d messages): %v", n, err)
+		out = nil
+		c.warn("the number of messages it redelivers or skips is unknown (at most %d from sequence %d): %v", bySeq, seq, err)
 	}
 	p.mu.Lock()
-	p.counts[key] = n
+	p.counts[key] = out
 	p.mu.Unlock()
-	return n, nil
+	return out, nil
 }
 
 // consumerCount asks a temporary consumer (memory, R1, no acks, a short
@@ -180,9 +250,13 @@ func (p *planner) consumerCount(ctx context.Context, c *Change, filters []string
 	} else {
 		cfg.FilterSubjects = filters
 	}
-	cons, err := p.stream.CreateConsumer(ctx, cfg)
+	create := jsutil.APIPrefix(p.js.Options()) + "CONSUMER.CREATE." + c.Stream + "." + cfg.Name
+	wctx, stop := jsutil.EndOnRefusalPrefix(ctx, create)
+	cons, err := p.stream.CreateConsumer(wctx, cfg)
+	err = jsutil.RefusedCause(wctx, err)
+	stop()
 	if err != nil {
-		return 0, jsutil.Wrap(jsutil.RequestError(p.js.Conn(), jsutil.APIPrefix(p.js.Options())+"CONSUMER.CREATE."+c.Stream+"."+cfg.Name, err), "create a temporary counting consumer")
+		return 0, jsutil.Wrap(jsutil.RequestError(p.js.Conn(), create, err), "create a temporary counting consumer")
 	}
 	n := cons.CachedInfo().NumPending
 	dctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)

@@ -154,6 +154,10 @@ func (p *planner) completeCreate(ctx context.Context, c *Change, cfg rawConfig, 
 		return jsutil.Errorf(jsutil.ErrBadInput, "create consumer %q on %q: the saved configuration is for consumer %q", c.Consumer, c.Stream, typed.Name)
 	}
 	c.Method, c.Reason = Create, why
+	// A consumer made anew has no position to redeliver from or skip
+	// past: both counts are known, and zero.
+	zero := uint64(0)
+	c.Redeliver, c.Skip, c.NeverDelivered = &zero, &zero, &zero
 	c.Config = cfg.json()
 	c.DeliverPolicy = typed.DeliverPolicy.String()
 	c.Push = typed.DeliverSubject != ""

@@ -159,3 +159,11 @@ func sameConfig(t testing.TB, before, after map[string]any) {
 		t.Fatalf("configuration changed:\nbefore %s\nafter  %s", b1, b2)
 	}
 }
+
+// cnt is a plan count, -1 when it is unknown (nil).
+func cnt(n *uint64) int64 {
+	if n == nil {
+		return -1
+	}
+	return int64(*n)
+}

@@ -116,7 +116,7 @@ func history(ctx context.Context, js jetstream.JetStream, bucket, stream, consum
 // latest record when it is among them.
 func historyChecked(ctx context.Context, js jetstream.JetStream, bucket, stream, consumer string) ([]Record, []BadRecord, *BadRecord, error) {
 	bad := []BadRecord{}
-	kv, err := js.KeyValue(ctx, bucket)
+	kv, err := jsutil.OpenExistingKV(ctx, js, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return []Record{}, bad, nil, nil
 	}

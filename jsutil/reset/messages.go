@@ -33,10 +33,12 @@ func (p *planner) listMessages(ctx context.Context, c *Change) error {
 	}
 	var from, to, total uint64
 	switch {
-	case c.Redeliver > 0:
-		c.MessagesKind, from, to, total = MessagesRedeliver, c.To.Sequence, c.From.Delivered, c.Redeliver
-	case c.Skip > 0:
-		c.MessagesKind, from, to, total = MessagesSkip, c.From.AckFloor+1, c.To.Sequence-1, c.Skip
+	case c.Redeliver != nil && *c.Redeliver > 0:
+		c.MessagesKind, from, to, total = MessagesRedeliver, c.To.Sequence, c.From.Delivered, *c.Redeliver
+	case c.Skip != nil && *c.Skip > 0:
+		c.MessagesKind, from, to, total = MessagesSkip, c.From.AckFloor+1, c.To.Sequence-1, *c.Skip
+	case c.Redeliver == nil || c.Skip == nil:
+		return nil // how many is unknown (a warning says why): no list
 	}
 	c.Messages, c.MessagesTotal = []Message{}, &total
 	if total == 0 {

@@ -87,8 +87,16 @@ type Change struct {
 	StartTime *time.Time `json:"start_time,omitempty"`
 	// Redeliver counts the messages (matching the consumer's filter) that
 	// the consumer will deliver again; Skip those it will not deliver.
-	Redeliver uint64 `json:"redeliver"`
-	Skip      uint64 `json:"skip"`
+	// Each is nil (null) when a read it needs was refused or unanswered
+	// (a warning says which): unknown, never an upper bound.
+	Redeliver *uint64 `json:"redeliver"`
+	Skip      *uint64 `json:"skip"`
+	// NeverDelivered counts, for a target after the consumer's delivered
+	// sequence, the skipped messages (within its filters) it never
+	// delivered at all: a "rewind" that moves it forward past them (see
+	// noteNeverDelivered). Zero otherwise; nil (null) when a count it
+	// needs is unknown.
+	NeverDelivered *uint64 `json:"never_delivered"`
 	// Applied and Verified say whether the change was made and whether
 	// consumer info then showed the next delivery at To.Sequence.
 	Applied             bool     `json:"applied"`
@@ -144,6 +152,9 @@ type Change struct {
 	proof     *consumerState
 	proofKind string
 	resetSeq  uint64
+	// countsBound says Redeliver, Skip and NeverDelivered are upper
+	// bounds (counted by sequence numbers, see countFrom).
+	countsBound bool
 	// unsure marks a change that may follow a server crash (see
 	// confirmCreate).
 	unsure bool
@@ -207,7 +218,7 @@ type planner struct {
 	intents *intents
 
 	mu     sync.Mutex
-	counts map[string]uint64
+	counts map[string]*uint64 // nil: unknown
 	times  map[uint64]*time.Time
 	// msgs reads message times; timeErrs holds why a time is unknown.
 	msgs     *jsutil.StreamMsgs
@@ -236,7 +247,7 @@ func newPlanner(ctx context.Context, js jetstream.JetStream, stream string, opts
 		return nil, err
 	}
 	return &planner{
-		js: js, opts: opts, stream: s, info: info, counts: map[string]uint64{}, times: map[uint64]*time.Time{},
+		js: js, opts: opts, stream: s, info: info, counts: map[string]*uint64{}, times: map[uint64]*time.Time{},
 		msgs:    jsutil.NewStreamMsgs(js, stream, info.Config.AllowDirect, opts.Timeout),
 		intents: &intents{js: js, bucket: opts.IntentBucket, replicas: info.Config.Replicas, settle: opts.Settle, timeout: opts.Timeout, info: info},
 	}, nil
@@ -468,6 +479,9 @@ func (p *planner) complete(ctx context.Context, c *Change, target Target, seq ui
 	if err := p.count(ctx, c); err != nil {
 		return err
 	}
+	if err := p.noteNeverDelivered(ctx, c, target); err != nil {
+		return err
+	}
 	if err := p.countAcks(ctx, c); err != nil {
 		return err
 	}
@@ -609,12 +623,18 @@ func (p *planner) checkRefusals(c *Change) {
 	if info.PushBound && !p.opts.Pause {
 		c.refuse(jsutil.ErrConflict, "a push subscriber is bound (a client is consuming); stop it, or pass --pause to pause it during the change (or --force)")
 	}
+	if s := c.Source; s != nil && s.UncoveredUnknown {
+		c.refuse(jsutil.ErrConflict, "copying the %s of %q may skip messages that this consumer's filter takes and %q's does not, and their count is unknown; pass --force to accept", positionWords(s.Position), s.Consumer, s.Consumer)
+	}
 	if s := c.Source; s != nil && s.Uncovered > 0 {
 		c.refuse(jsutil.ErrConflict, "copying the %s of %q skips %d messages that this consumer's filter takes and %q's does not (neither consumer has handled them); pass --force to accept", positionWords(s.Position), s.Consumer, s.Uncovered, s.Consumer)
 	}
 	ret := p.info.Config.Retention
-	if ret != jetstream.LimitsPolicy && c.Skip > 0 {
-		c.refuse(jsutil.ErrConflict, "moving forward skips %d messages that the %s stream can remove for good; pass --force to accept", c.Skip, retentionName(ret))
+	if ret != jetstream.LimitsPolicy && c.Skip != nil && *c.Skip > 0 {
+		c.refuse(jsutil.ErrConflict, "moving forward skips %d messages that the %s stream can remove for good; pass --force to accept", *c.Skip, retentionName(ret))
+	}
+	if ret != jetstream.LimitsPolicy && c.Skip == nil && c.To.Sequence > c.From.AckFloor+1 {
+		c.refuse(jsutil.ErrConflict, "moving forward may skip messages that the %s stream can remove for good, and their count is unknown; pass --force to accept", retentionName(ret))
 	}
 }
 

@@ -227,8 +227,8 @@ func TestAllAndHistory(t *testing.T) {
 		t.Fatalf("%d changes, want 3", len(p.Changes))
 	}
 	for _, c := range p.Changes {
-		if c.Redeliver != 8 {
-			t.Fatalf("%s: redeliver %d, want 8", c.Consumer, c.Redeliver)
+		if cnt(c.Redeliver) != 8 {
+			t.Fatalf("%s: redeliver %d, want 8", c.Consumer, cnt(c.Redeliver))
 		}
 	}
 	fetch(t, js, "ORDERS", "b", 1) // b: ack floor 2

@@ -278,7 +278,9 @@ func TestClampAndErrors(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 	p = mustRun(t, js, "ORDERS", []string{"c"}, Target{Kind: ToSeq, Seq: 99}, Options{})
-	if c := p.Changes[0]; c.To.Sequence != 11 || len(c.Warnings) != 1 {
+	// Clamped to the end, and warned as a move forward past 7 messages
+	// c never received.
+	if c := p.Changes[0]; c.To.Sequence != 11 || len(c.Warnings) != 2 || cnt(c.NeverDelivered) != 7 || !strings.Contains(c.Warnings[1], "skips 7 messages it never received") {
 		t.Fatalf("%+v", c)
 	}
 	_, err := NewPlan(testCtx(t), js, "ORDERS", []string{"billing"}, false, Target{Kind: ToSeq, Seq: 1}, Options{})

@@ -401,8 +401,10 @@ func countFrom(ctx context.Context, js jetstream.JetStream, g *apiGetter, st str
 	case CountByDirectGet:
 		return g.directPending(ctx, pos, subject)
 	}
-	c, err := js.CreateConsumer(ctx, g.name, jetstream.ConsumerConfig{
-		Name:              jsutil.TempConsumerPrefix + nuid.Next(),
+	name := jsutil.TempConsumerPrefix + nuid.Next()
+	wctx, stop := jsutil.EndOnRefusalPrefix(ctx, jsutil.APIPrefix(js.Options())+"CONSUMER.CREATE."+g.name+"."+name)
+	c, err := js.CreateConsumer(wctx, g.name, jetstream.ConsumerConfig{
+		Name:              name,
 		Description:       "jsctl stream timeline (temporary)",
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       pos,
@@ -412,6 +414,8 @@ func countFrom(ctx context.Context, js jetstream.JetStream, g *apiGetter, st str
 		Replicas:          1,
 		InactiveThreshold: TempConsumerInactive,
 	})
+	err = jsutil.RefusedCause(wctx, err)
+	stop()
 	if err != nil {
 		return 0, jsutil.Wrap(err, "count messages of stream %q from sequence %d", g.name, pos)
 	}
