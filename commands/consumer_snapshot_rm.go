@@ -63,7 +63,7 @@ func (c *ConsumerSnapshotRmCmd) Run(ctx context.Context, env *Env) error {
 		command: "consumer snapshot rm", action: fmt.Sprintf("remove snapshot %q", c.Name),
 		title:   "Remove 1 snapshot from bucket " + positions.Bucket + " (consumers are not touched):",
 		headers: []string{"SNAPSHOT", "SAVED", "BY", "CONSUMERS"},
-		rows:    [][]string{{snap.Name, p.TableTime(snap.Created), snapshotWho(snap), fmt.Sprint(snap.Consumers())}},
+		rows:    [][]string{rmRow(p, snap, unreadable)},
 		changes: 1,
 		plan: func() any {
 			return map[string]any{"executed": false, "snapshot": map[string]any{
@@ -97,4 +97,13 @@ func (c *ConsumerSnapshotRmCmd) Run(ctx context.Context, env *Env) error {
 		},
 	}
 	return l.run(ctx, env, p, c.changeFlags)
+}
+
+// rmRow is the plan's row of snap; of a document that does not read only
+// its name is known.
+func rmRow(p *Printer, snap *positions.Snapshot, unreadable bool) []string {
+	if unreadable {
+		return []string{snap.Name, "unknown", "unknown", "unknown (the document does not read)"}
+	}
+	return []string{snap.Name, p.TableTime(snap.Created), snapshotWho(snap), fmt.Sprint(snap.Consumers())}
 }

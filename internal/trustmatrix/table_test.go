@@ -135,7 +135,7 @@ func matrix() []row {
 	)
 
 	rm := snapshotRow("consumer snapshot rm", "consumer snapshot rm", true, func(c *cell) []string {
-		return []string{"consumer", "snapshot", "rm", snapName(c)}
+		return []string{"consumer", "snapshot", "rm", snapName(c), "--execute"}
 	}, nil)
 	rm.cells = map[fault]expect{}
 	for _, f := range []fault{fStream, fSame, fOtherCfg, fEdited} {
