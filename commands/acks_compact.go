@@ -21,7 +21,10 @@ func (AcksCompactCmd) Help() string {
 jsctl consume records for each consumer of a scope: the messages it proved handled
 (from the consumer's ack floor). A redelivered message its consumer's floor covers
 counts as done without its record, so these records are no longer needed. Claims
-and failed records are kept.
+and failed records are kept. What covers nothing is said on standard error: a corrupt
+floor, a floor range or a sequence-keyed record of an earlier stream of the name
+(deleted and created again since: it proves nothing about this stream's messages, and
+is kept; acks forget removes such records).
 
 Without --execute it prints how many records of each scope it would delete and
 changes nothing; with --execute at a terminal it asks first (--yes skips the
@@ -75,15 +78,16 @@ func (c *AcksCompactCmd) Run(ctx context.Context, env *Env) error {
 	recs := make([][]acks.Record, len(scopes))
 	total := 0
 	for i, sc := range scopes {
-		floor, err := st.ScopeFloor(ctx, sc)
+		plan, err := st.PlanCompact(ctx, sc, func(err error) { reportCorrupt(env, err) })
 		if err != nil {
 			return err
 		}
-		if recs[i], err = st.Compactable(ctx, sc, func(err error) { reportCorrupt(env, err) }); err != nil {
-			return err
-		}
+		// What the floors hold of an earlier stream of the name (or
+		// cannot hold) covers nothing: said, never silently dropped.
+		reportIgnored(env, acks.ScopeDisplay(sc), plan.Floors, plan.StaleRecords, "nothing is compacted by it", "kept; acks forget removes them")
+		recs[i] = plan.Records
 		total += len(recs[i])
-		doc.Scopes = append(doc.Scopes, acksCompactJSON{Scope: acks.ScopeDisplay(sc), Floor: floor, Compactable: len(recs[i])})
+		doc.Scopes = append(doc.Scopes, acksCompactJSON{Scope: acks.ScopeDisplay(sc), Floor: plan.Floor, Compactable: len(recs[i])})
 	}
 	apply, err := askApply(ctx, env, p, applyRequest{
 		changeFlags: c.changeFlags, Changes: total,

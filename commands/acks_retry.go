@@ -44,7 +44,10 @@ released: its failed record is written back as it was.
 Select with --seq, --key or --all-failed. Only failed records are retried: a record
 that is done or claimed when its turn comes is skipped (duplicate or busy), one
 whose dead letter is pending waits for jsctl consume to publish it, and one whose
-message the stream no longer holds fails. Without --execute this prints the plan
+message the stream no longer holds fails. A sequence-keyed failed record of an earlier
+stream of the name (deleted and created again since) is of another message than the one
+the stream now holds under its sequence: it is reported, not retried and kept (jsctl
+acks forget removes it). Without --execute this prints the plan
 and changes nothing; with it, at a terminal it asks first unless --yes.
 
 --json prints {"executed","bucket","scope","stream","command","records":[...]} and,
@@ -127,6 +130,10 @@ func (c *AcksRetryCmd) Run(ctx context.Context, env *Env) error {
 			return fmt.Errorf("%w (give --stream)", err)
 		}
 	}
+	// A failed record of an earlier stream of the name is of another
+	// message than this stream's of its sequence: it proves nothing and
+	// is not retried (acks forget removes it when asked).
+	recs = c.withoutStale(ctx, env, st, stream, recs)
 	out := acksRetryJSON{Bucket: c.Bucket, Scope: acks.ScopeDisplay(scope), Stream: stream, Command: c.Exec, Records: acksRecordsOf(recs)}
 	if len(recs) == 0 {
 		if p.JSON {
@@ -164,6 +171,25 @@ func (c *AcksRetryCmd) Run(ctx context.Context, env *Env) error {
 	end.Target = fmt.Sprintf("%d failed records", len(recs))
 	ch.ended(ctx, end)
 	return ch.close(err)
+}
+
+// withoutStale judges recs against stream, the stream their messages are
+// read from (the judgement consume and acks ls make), reports those of an
+// earlier stream of the name and returns the others.
+func (c *AcksRetryCmd) withoutStale(ctx context.Context, env *Env, st *acks.Store, stream string, recs []acks.Record) []acks.Record {
+	if len(recs) == 0 {
+		return recs
+	}
+	st.JudgeRecords(ctx, stream, recs)
+	keep := recs[:0:0]
+	for _, r := range recs {
+		if r.Stale != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s: not retried (jsctl acks forget --from-seq %d --to-seq %d removes it)\n", Escape(r.Stale), r.Seq, r.Seq)
+			continue
+		}
+		keep = append(keep, r)
+	}
+	return keep
 }
 
 // selectRecords finds the failed records the flags select.

@@ -26,7 +26,9 @@ consumer floors when no record is left), capped by the bucket's max age if it ha
 "default" marks a scope whose records do not say (written by an earlier version).
 --json adds retention_ns (the newest record's), retention_min_ns and retention_max_ns
 (the range the records carry), retention_from ("records" or "default"), max_age_ns,
-dead_lettered and dead_letter_pending.
+dead_lettered and dead_letter_pending. A record that does not read (or is not what its
+key says: another message's, another scope's) is counted in CORRUPT and named by key on
+standard error (--json: corrupt_keys); jsctl acks forget --corrupt removes such records.
 
 Examples:
   jsctl acks stats
@@ -57,8 +59,11 @@ func (c *AcksStatsCmd) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	stats := make([]acks.ScopeStats, 0, len(scopes))
+	// The text names each unreadable record by key, with why (--json
+	// lists the keys: corrupt_keys).
+	var bad []error
 	for _, sc := range scopes {
-		s, err := st.Stats(ctx, sc)
+		s, err := st.Stats(ctx, sc, func(err error) { bad = append(bad, err) })
 		if err != nil {
 			return err
 		}
@@ -66,6 +71,9 @@ func (c *AcksStatsCmd) Run(ctx context.Context, env *Env) error {
 	}
 	if p.JSON {
 		return p.PrintJSON(stats)
+	}
+	for _, err := range bad {
+		reportCorrupt(env, err)
 	}
 	reportFloors(env, stats)
 	if len(stats) == 0 {
@@ -108,16 +116,24 @@ func seqText(s uint64) string {
 // ranges and records of an earlier stream of the name.
 func reportFloors(env *Env, stats []acks.ScopeStats) {
 	for _, s := range stats {
-		for _, f := range s.Floors {
-			if f.Corrupt != "" {
-				fmt.Fprintf(env.Stderr, "jsctl: warning: the floor of consumer %s in scope %s is corrupt (ignored, FLOOR shows 0): %s\n", Escape(f.Consumer), Escape(s.Scope), Escape(f.Corrupt))
-			}
-			for _, w := range f.Stale {
-				fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(w))
-			}
+		reportIgnored(env, s.Scope, s.Floors, s.StaleRecords, "FLOOR shows 0", "acks ls shows them")
+	}
+}
+
+// reportIgnored warns of what a scope's floors and records hold that is
+// ignored: corrupt floors (the scope's floor then counts as 0: shown as
+// zero), ranges of an earlier stream of the name, and staleRecords
+// sequence-keyed records of one (where tells what to do with them).
+func reportIgnored(env *Env, scope string, floors []acks.Floor, staleRecords int, zero, where string) {
+	for _, f := range floors {
+		if f.Corrupt != "" {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: the floor of consumer %s in scope %s is corrupt (ignored, %s): %s\n", Escape(f.Consumer), Escape(scope), zero, Escape(f.Corrupt))
 		}
-		if s.StaleRecords > 0 {
-			fmt.Fprintf(env.Stderr, "jsctl: warning: scope %s holds %d sequence-keyed records of an earlier stream of the name (they prove nothing; acks ls shows them)\n", Escape(s.Scope), s.StaleRecords)
+		for _, w := range f.Stale {
+			fmt.Fprintf(env.Stderr, "jsctl: warning: %s\n", Escape(w))
 		}
+	}
+	if staleRecords > 0 {
+		fmt.Fprintf(env.Stderr, "jsctl: warning: scope %s holds %d sequence-keyed records of an earlier stream of the name (they prove nothing; %s)\n", Escape(scope), staleRecords, where)
 	}
 }

@@ -48,32 +48,22 @@ func (c *ConsumerSnapshotRmCmd) Run(ctx context.Context, env *Env) error {
 	}
 	opts := positionsOptions(env, "")
 	snap, err := positions.Get(ctx, cl.JS, c.Name, opts)
-	unreadable := false
-	if errors.Is(err, jsutil.ErrBadInput) && positions.CheckSnapshotName(c.Name) == nil {
-		// A document that does not read is removed unread (rm is the way
-		// to get rid of it); its events then name no consumer.
-		fmt.Fprintf(env.Stderr, "jsctl: warning: %s: it is removed without being read\n", Escape(err.Error()))
-		snap, unreadable, err = &positions.Snapshot{Name: c.Name}, true, nil
+	// A document that does not read (or holds values no snapshot may) is
+	// removed all the same, by name: this is the way to. The plan says so.
+	unreadable := errors.Is(err, jsutil.ErrBadInput)
+	if unreadable {
+		fmt.Fprintf(env.Stderr, "jsctl: warning: %s: it is removed by name\n", Escape(err.Error()))
+		snap, err = &positions.Snapshot{Name: c.Name}, nil
 	}
 	if err != nil {
 		return err
 	}
-	row := []string{snap.Name, "?", "?", "unreadable"}
-	if !unreadable {
-		warnNamedAs(env, []*positions.Snapshot{snap})
-		row = []string{snap.Name, p.TableTime(snap.Created), snapshotWho(snap), fmt.Sprint(snap.Consumers())}
-	}
-	remove := func() error {
-		if unreadable {
-			return positions.Remove(ctx, cl.JS, c.Name, opts)
-		}
-		return positions.RemoveRead(ctx, cl.JS, snap, opts)
-	}
+	warnNamedAs(env, []*positions.Snapshot{snap})
 	l := &listChange{
 		command: "consumer snapshot rm", action: fmt.Sprintf("remove snapshot %q", c.Name),
 		title:   "Remove 1 snapshot from bucket " + positions.Bucket + " (consumers are not touched):",
 		headers: []string{"SNAPSHOT", "SAVED", "BY", "CONSUMERS"},
-		rows:    [][]string{row},
+		rows:    [][]string{rmRow(p, snap, unreadable)},
 		changes: 1,
 		plan: func() any {
 			return map[string]any{"executed": false, "snapshot": map[string]any{
@@ -91,6 +81,10 @@ func (c *ConsumerSnapshotRmCmd) Run(ctx context.Context, env *Env) error {
 			if err != nil {
 				return err
 			}
+			remove := func() error { return positions.RemoveRead(ctx, cl.JS, snap, opts) }
+			if unreadable {
+				remove = func() error { return positions.Remove(ctx, cl.JS, c.Name, opts) }
+			}
 			if err := remove(); err != nil {
 				return ch.close(err)
 			}
@@ -103,4 +97,13 @@ func (c *ConsumerSnapshotRmCmd) Run(ctx context.Context, env *Env) error {
 		},
 	}
 	return l.run(ctx, env, p, c.changeFlags)
+}
+
+// rmRow is the plan's row of snap; of a document that does not read only
+// its name is known.
+func rmRow(p *Printer, snap *positions.Snapshot, unreadable bool) []string {
+	if unreadable {
+		return []string{snap.Name, "unknown", "unknown", "unknown (the document does not read)"}
+	}
+	return []string{snap.Name, p.TableTime(snap.Created), snapshotWho(snap), fmt.Sprint(snap.Consumers())}
 }

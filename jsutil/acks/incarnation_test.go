@@ -2,10 +2,12 @@ package acks_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jsctl/jsctl/jsutil"
 	"github.com/jsctl/jsctl/jsutil/acks"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -63,6 +65,16 @@ func TestRecreatedStreamRecordsProveNothing(t *testing.T) {
 			// Compact must not take the dead stream's range as proof.
 			if recs, err := f.st.Compactable(ctx, "ORDERS.c"); err != nil || len(recs) != 0 {
 				t.Fatalf("compactable after the stream was recreated: %d records %v", len(recs), err)
+			}
+			// ... and says what it ignores: the range, and the records
+			// keyed by the earlier stream's sequences.
+			plan, err := f.st.PlanCompact(ctx, "ORDERS.c")
+			wantStale := 0
+			if tc.opts != nil {
+				wantStale = 5
+			}
+			if err != nil || plan.Floor != 0 || len(plan.Records) != 0 || len(plan.Floors) != 1 || len(plan.Floors[0].Stale) != 1 || plan.StaleRecords != wantStale {
+				t.Fatalf("compact plan after the stream was recreated: %+v %v", plan, err)
 			}
 			stats, err := f.st.Stats(ctx, "ORDERS.c")
 			if err != nil || stats.Floor != 0 || len(stats.Floors) != 1 || len(stats.Floors[0].Stale) != 1 {
@@ -142,5 +154,45 @@ func TestConsumeEndsWhenItsConsumerIsDeleted(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("consume did not end after its consumer was deleted")
+	}
+}
+
+// A failed record of a deleted stream is of another message than the
+// stream created again holds under its sequence: Retry does not run it
+// (before, the new stream's message 3 ran under the old failure), and
+// reports why, the record left as it is.
+func TestRecreatedStreamFailedRecordIsNotRetried(t *testing.T) {
+	f := newFixture(t)
+	ctx := testCtx(t, 60*time.Second)
+	publish(t, f.js, "orders", 1, 5, "Nats-Msg-Id", "first-%d")
+	tl := newTally()
+	fail3 := func(d acks.Delivery) error {
+		if d.Seq == 3 {
+			return errors.New("db down")
+		}
+		return nil
+	}
+	if _, err := f.st.Consume(ctx, addConsumer(t, f.js, "ORDERS", "c", 30*time.Second), tl.handler(fail3),
+		acks.WithMaxMessages(5), acks.WithMaxFailures(1), acks.WithKey(mustSpec(t, "seq"))); err != nil {
+		t.Fatal(err)
+	}
+	failed, err := f.st.List(ctx, acks.Filter{Scope: "ORDERS.c", State: acks.StateFailed})
+	if err != nil || len(failed) != 1 || failed[0].Seq != 3 || failed[0].Stale != "" {
+		t.Fatalf("failed records of the first stream: %+v %v", failed, err)
+	}
+	recreateOrders(t, f)
+	publish(t, f.js, "orders", 1, 5, "Nats-Msg-Id", "second-%d")
+
+	ran := 0
+	res, err := f.st.Retry(ctx, "ORDERS", failed, func(context.Context, acks.Delivery) error { ran++; return nil })
+	if err != nil || len(res) != 1 {
+		t.Fatalf("retry: %+v %v", res, err)
+	}
+	if ran != 0 || res[0].Action != acks.Failed || !strings.Contains(res[0].Stale, "proves nothing") || !errors.Is(res[0].Err, jsutil.ErrConflict) {
+		t.Fatalf("retry of the earlier stream's record: ran %d, result %+v", ran, res[0])
+	}
+	after, err := f.st.List(ctx, acks.Filter{Scope: "ORDERS.c", State: acks.StateFailed})
+	if err != nil || len(after) != 1 || after[0].Revision != failed[0].Revision || after[0].Stale == "" {
+		t.Fatalf("the record was not left as it was: %+v %v", after, err)
 	}
 }

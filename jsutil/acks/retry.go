@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,8 +94,10 @@ func (noFloor) covered(context.Context, *job) (bool, string, error) { return fal
 // WithDeadLetter, dead-letters the message again under a new ID). A record
 // no longer failed when it is claimed is not run: a done one is a Duplicate,
 // a claimed one Busy. A record whose dead letter is pending, or whose
-// message the stream no longer holds, is Failed without running.
-// Deliveries carry Retry; acks, naks and terminates do nothing. When ctx
+// message the stream no longer holds, is Failed without running; so is a
+// sequence-keyed record of an earlier stream of the name (Result.Stale
+// says so; it proves nothing about this stream's message of its sequence,
+// and is left as it is). Deliveries carry Retry; acks, naks and terminates do nothing. When ctx
 // is cancelled, no other handler starts; a running one may finish within
 // WithDrainTimeout (default: the lease), after which its context is
 // cancelled with ErrStopped and, if it fails, it is Released (its failed
@@ -126,6 +129,11 @@ func (s *Store) retry(ctx context.Context, stream string, recs []Record, size in
 	if err := s.checkLease(c.lease); err != nil {
 		return nil, err
 	}
+	// A failed record of an earlier stream of the name was made for
+	// another message than this stream's of its sequence: it is not run
+	// (retryJob), whatever the caller judged.
+	recs = slices.Clone(recs)
+	s.JudgeRecords(ctx, stream, recs)
 	ls := s.newLeases(c.lease)
 	defer ls.close()
 	out := make([]Result, 0, len(recs))
@@ -168,6 +176,11 @@ func (s *Store) retryJob(ctx context.Context, stream string, r Record, c *proces
 	j, err := s.storedJob(ctx, storedRef{stream: stream, scope: r.Scope, kvKey: r.KVKey, seq: r.Seq, deliveries: r.Deliveries,
 		key: r.Key, spec: r.KeySpec, kind: r.KeyFrom, retry: true})
 	if err != nil {
+		return j, false
+	}
+	if r.Stale != "" {
+		j.res.Action, j.res.Stale, j.res.CannotRun = Failed, r.Stale, true
+		j.res.Err = jsutil.Errorf(jsutil.ErrConflict, "%s: not retried", r.Stale)
 		return j, false
 	}
 	if dl := r.DeadLetter; dl != nil && dl.Pending {

@@ -105,14 +105,42 @@ func (s *Store) Compact(ctx context.Context, scope string) (int, error) {
 // A record that does not read is skipped (Compact leaves it); bad, when not
 // nil, is given each (a *CorruptRecord).
 func (s *Store) Compactable(ctx context.Context, scope string, bad ...func(error)) ([]Record, error) {
+	c, err := s.PlanCompact(ctx, scope, bad...)
+	return c.Records, err
+}
+
+// Compaction is what Compact would do in a scope, and what it ignores.
+type Compaction struct {
+	// Floor is the scope's floor (ScopeFloor); Floors are its consumers'
+	// floors as judged: a corrupt one (Floor.Corrupt) and the ranges of an
+	// earlier stream of the name (Floor.Stale) cover nothing.
+	Floor  uint64
+	Floors []Floor
+	// Records are the done records every floor covers (Compact deletes
+	// them). StaleRecords counts the sequence-keyed records of the scope
+	// of an earlier stream of the name (see Record.Stale): they prove
+	// nothing and are kept, whatever the floors cover.
+	Records      []Record
+	StaleRecords int
+}
+
+// PlanCompact finds what Compact would delete in scope, with the floors
+// and the records it ignores. A record that does not read is skipped; bad,
+// when not nil, is given each (a *CorruptRecord).
+func (s *Store) PlanCompact(ctx context.Context, scope string, bad ...func(error)) (Compaction, error) {
+	var c Compaction
 	floors, err := s.checkedFloors(ctx, scope)
-	if err != nil || len(floors) == 0 {
-		return nil, err
+	if err != nil {
+		return c, err
 	}
-	var recs []Record
+	c.Floors, c.Floor = floors, lowestFloor(floors)
+	var seqKeyed []Record
 	err = s.scanRecords(ctx, scope, func(r Record) error {
+		if r.KeyFrom == KeyFromSequence {
+			seqKeyed = append(seqKeyed, r)
+		}
 		if r.State == StateDone && compactable(floors, r.Seq) {
-			recs = append(recs, r)
+			c.Records = append(c.Records, r)
 		}
 		return nil
 	}, func(err error) {
@@ -121,12 +149,20 @@ func (s *Store) Compactable(ctx context.Context, scope string, bad ...func(error
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("compact ack records of scope %q: %w", ScopeDisplay(scope), err)
+		return c, fmt.Errorf("compact ack records of scope %q: %w", ScopeDisplay(scope), err)
 	}
 	// A record of an earlier stream of the name is not this stream's
 	// message, whatever the floor covers: it is left for acks forget.
-	s.judge(ctx, recs)
-	return slices.DeleteFunc(recs, func(r Record) bool { return r.Stale != "" }), nil
+	s.judge(ctx, seqKeyed)
+	stale := map[string]bool{}
+	for _, r := range seqKeyed {
+		if r.Stale != "" {
+			c.StaleRecords++
+			stale[r.KVKey] = true
+		}
+	}
+	c.Records = slices.DeleteFunc(c.Records, func(r Record) bool { return stale[r.KVKey] })
+	return c, nil
 }
 
 // ScopeStats summarises one scope.
@@ -136,10 +172,14 @@ type ScopeStats struct {
 	Claims  int    `json:"claims"`
 	Done    int    `json:"done"`
 	Failed  int    `json:"failed"`
-	Corrupt int    `json:"corrupt"`
-	Bytes   int    `json:"bytes"`
-	MinSeq  uint64 `json:"min_seq"`
-	MaxSeq  uint64 `json:"max_seq"`
+	// Corrupt counts the records that do not read (or are not what their
+	// key says: another message's, another scope's), skipped everywhere;
+	// CorruptKeys names them (acks forget --corrupt removes them).
+	Corrupt     int      `json:"corrupt"`
+	CorruptKeys []string `json:"corrupt_keys"`
+	Bytes       int      `json:"bytes"`
+	MinSeq      uint64   `json:"min_seq"`
+	MaxSeq      uint64   `json:"max_seq"`
 	// Floor is the lowest floor of the scope's consumers (0 when one is
 	// corrupt or there is none); Floors has each consumer's.
 	Floor  uint64  `json:"floor"`
@@ -244,9 +284,14 @@ type RangeInfo struct {
 	Records int
 	// Corrupt lists the records of the scope that do not read (skipped;
 	// each error names its key). Stale counts the sequence-keyed records
-	// in the range of an earlier stream of the name (not in Records).
-	Corrupt []error
-	Stale   int
+	// in the range of an earlier stream of the name (not in Records);
+	// StaleWhy is the first one's Record.Stale (naming the scope and both
+	// creation times), StaleFrom and StaleTo the lowest and highest
+	// sequence they were keyed by.
+	Corrupt            []error
+	Stale              int
+	StaleWhy           string
+	StaleFrom, StaleTo uint64
 	// Retention is the retention in effect in the scope (see ScopeStats);
 	// RetentionKnown is false when no record of the scope says it.
 	Retention      time.Duration
@@ -287,6 +332,13 @@ func (s *Store) RangeRecords(ctx context.Context, scope string, from, to uint64)
 		if r.Stale != "" {
 			info.Records--
 			info.Stale++
+			if info.StaleWhy == "" {
+				info.StaleWhy = r.Stale
+			}
+			if info.StaleFrom == 0 || r.Seq < info.StaleFrom {
+				info.StaleFrom = r.Seq
+			}
+			info.StaleTo = max(info.StaleTo, r.Seq)
 		}
 	}
 	var from2 string
@@ -318,9 +370,11 @@ func (s *Store) Scopes(ctx context.Context) ([]string, error) {
 }
 
 // Stats summarises scope's records and floors; an unknown scope is an
-// error wrapping jsutil.ErrNotFound.
-func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
-	st := ScopeStats{Scope: ScopeDisplay(scope), MaxAgeNS: int64(s.maxAge)}
+// error wrapping jsutil.ErrNotFound. A record that does not read is
+// counted and named (ScopeStats.CorruptKeys); bad, when not nil, is given
+// each (a *CorruptRecord, whose error says why).
+func (s *Store) Stats(ctx context.Context, scope string, bad ...func(error)) (ScopeStats, error) {
+	st := ScopeStats{Scope: ScopeDisplay(scope), MaxAgeNS: int64(s.maxAge), CorruptKeys: []string{}}
 	var rt retentionTracker
 	if err := CheckScope(scope); err != nil {
 		return st, err
@@ -371,7 +425,18 @@ func (s *Store) Stats(ctx context.Context, scope string) (ScopeStats, error) {
 			seqKeyed = append(seqKeyed, r)
 		}
 		return nil
-	}, func(err error) { st.Corrupt++; st.Records++; st.Unreadable = append(st.Unreadable, err) })
+	}, func(err error) {
+		st.Corrupt++
+		st.Records++
+		st.Unreadable = append(st.Unreadable, err)
+		var ce *CorruptRecord
+		if errors.As(err, &ce) {
+			st.CorruptKeys = append(st.CorruptKeys, ce.Record.KVKey)
+		}
+		for _, b := range bad {
+			b(err)
+		}
+	})
 	if err != nil {
 		return st, err
 	}

@@ -3,6 +3,7 @@ package acks_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +169,12 @@ func TestCorruptRecordIsReportedNotOverwritten(t *testing.T) {
 	recs, err := st.List(ctx, acks.Filter{Scope: "ORDERS.c", SkipCorrupt: func(e error) { bad = append(bad, e) }})
 	if err != nil || len(recs) != 0 || len(bad) != 1 {
 		t.Errorf("List skipping corrupt: %v %v %v", recs, bad, err)
+	}
+	// Stats counts it and names it by key, and gives why.
+	bad = nil
+	stats, err := st.Stats(ctx, "ORDERS.c", func(e error) { bad = append(bad, e) })
+	if err != nil || stats.Corrupt != 1 || !slices.Equal(stats.CorruptKeys, []string{key}) || len(bad) != 1 || !strings.Contains(bad[0].Error(), key) {
+		t.Errorf("Stats over a corrupt record: %+v %v %v", stats, bad, err)
 	}
 }
 

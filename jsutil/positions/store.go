@@ -189,14 +189,14 @@ func Names(ctx context.Context, js jetstream.JetStream, opts Options) ([]string,
 }
 
 // Remove deletes the snapshot called name (its key is purged); a missing
-// one is an error wrapping jsutil.ErrNotFound.
+// one is an error wrapping jsutil.ErrNotFound. The document is not read:
+// one that does not parse, or holds values no snapshot may, is removed all
+// the same (this is the way to).
 func Remove(ctx context.Context, js jetstream.JetStream, name string, opts Options) error {
 	opts = opts.withDefaults()
 	if err := CheckSnapshotName(name); err != nil {
 		return err
 	}
-	// The document is not read: one that does not parse, or holds values
-	// no snapshot may, is removed all the same (this is the way to).
 	kv, err := openBucket(ctx, js, opts, 0)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return notFound(name)
@@ -213,15 +213,7 @@ func Remove(ctx context.Context, js jetstream.JetStream, name string, opts Optio
 	if err != nil {
 		return jsutil.Wrap(err, "read snapshot %q", name)
 	}
-	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	if err := kv.Purge(rctx, name, jetstream.LastRevision(e.Revision())); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return jsutil.Errorf(jsutil.ErrConflict, "remove snapshot %q: it changed while being removed; run the command again", name)
-		}
-		return jsutil.Wrap(err, "remove snapshot %q", name)
-	}
-	return nil
+	return removeRevision(ctx, kv, name, e.Revision(), opts)
 }
 
 // RemoveRead deletes the snapshot snap as it was read (Get): one saved
@@ -229,14 +221,18 @@ func Remove(ctx context.Context, js jetstream.JetStream, name string, opts Optio
 // wrapping jsutil.ErrConflict, and so is one removed since.
 func RemoveRead(ctx context.Context, js jetstream.JetStream, snap *Snapshot, opts Options) error {
 	opts = opts.withDefaults()
-	name := snap.Name
 	kv, err := openBucket(ctx, js, opts, 0)
 	if err != nil {
-		return fmt.Errorf("remove snapshot %q: %w", name, err)
+		return fmt.Errorf("remove snapshot %q: %w", snap.Name, err)
 	}
+	return removeRevision(ctx, kv, snap.Name, snap.Revision, opts)
+}
+
+// removeRevision purges name if its revision is still rev.
+func removeRevision(ctx context.Context, kv jetstream.KeyValue, name string, rev uint64, opts Options) error {
 	rctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	if err := kv.Purge(rctx, name, jetstream.LastRevision(snap.Revision)); err != nil {
+	if err := kv.Purge(rctx, name, jetstream.LastRevision(rev)); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return jsutil.Errorf(jsutil.ErrConflict, "remove snapshot %q: it changed since it was read (saved again or removed); nothing removed: run the command again", name)
 		}

@@ -40,19 +40,33 @@ func (p *planner) ackRange(c *Change) (scope string, from, to uint64, ok bool) {
 	if c.To.Sequence > upTo {
 		return "", 0, 0, false
 	}
-	scope = acks.DefaultScope(c.Stream, c.Consumer)
+	return p.ackScope(c), c.To.Sequence, upTo, true
+}
+
+// ackScope is the ack-record scope of c's consumer.
+func (p *planner) ackScope(c *Change) string {
 	if p.opts.AcksScope != "" {
-		scope = acks.ScopeName(p.opts.AcksScope)
+		return acks.ScopeName(p.opts.AcksScope)
 	}
-	return scope, c.To.Sequence, upTo, true
+	return acks.DefaultScope(c.Stream, c.Consumer)
 }
 
 // countAcks fills AckRecordsInRange: the ack records (jsutil/acks) that
 // would make the replay skip messages.
+//
+// Records it cannot use are reported, not counted and not forgotten: those
+// that do not read (or are another's), and the sequence-keyed records of an
+// earlier stream of the name (the judgement consume makes). With
+// --forget-acks they are looked for from the target on even when nothing is
+// replayed (a consumer added again to a stream created again): the user
+// asked about the records, and those there prove nothing.
 func (p *planner) countAcks(ctx context.Context, c *Change) error {
 	scope, from, to, ok := p.ackRange(c)
 	if !ok {
-		return nil
+		if !p.opts.ForgetAcks {
+			return nil
+		}
+		scope, from, to = p.ackScope(c), c.To.Sequence, 0
 	}
 	s, err := p.ackStore(ctx)
 	if err != nil || s == nil {
@@ -66,7 +80,15 @@ func (p *planner) countAcks(ctx context.Context, c *Change) error {
 		c.warn("%v: skipped (jsctl acks forget --corrupt removes it)", bad)
 	}
 	if info.Stale > 0 {
-		c.warn("%d sequence-keyed ack records in the range were written for an earlier stream %q: they prove nothing and are not counted", info.Stale, c.Stream)
+		more := ""
+		if info.Stale > 1 {
+			more = fmt.Sprintf(" (and %d more such records, of messages %d to %d)", info.Stale-1, info.StaleFrom, info.StaleTo)
+		}
+		c.warn("%s%s: not counted, and not forgotten (jsctl acks ls --scope %s shows them; acks forget removes them when asked)",
+			info.StaleWhy, more, acks.ScopeDisplay(scope))
+	}
+	if !ok {
+		return nil
 	}
 	n := info.Records
 	c.AckRecordsInRange = n

@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +135,53 @@ func TestForwardMoveNotedInFloor(t *testing.T) {
 				t.Errorf("the floor lost handled messages: %+v", fl.Ranges)
 			}
 		})
+	}
+}
+
+// TestForgetAcksReportsEarlierStreamRecords: the stream deleted and created
+// again (its consumer added again, nothing delivered), the sequence-keyed
+// records of the first are reported by the --forget-acks plan, naming the
+// scope and both creation times, and neither counted nor forgotten. Before,
+// nothing being replayed, the plan said nothing of them.
+func TestForgetAcksReportsEarlierStreamRecords(t *testing.T) {
+	js := single(t)
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 4, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "billing"})
+	store, err := acks.Open(testCtx(t), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, _ := js.Consumer(testCtx(t), "ORDERS", "billing")
+	ok := func(context.Context, acks.Delivery) error { return nil }
+	seq, err := acks.ParseKeySpec("seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Consume(testCtx(t), cons, ok, acks.WithMaxMessages(4), acks.WithKey(seq)); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(testCtx(t), "ORDERS"); err != nil {
+		t.Fatal(err)
+	}
+	addStream(t, js, "ORDERS", jetstream.LimitsPolicy, 1)
+	publish(t, js, "orders.eu", 2, 0)
+	addConsumer(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "billing"})
+
+	opts := Options{ForgetAcks: true}
+	p := mustRun(t, js, "ORDERS", []string{"billing"}, Target{Kind: ToSeq, Seq: 1}, opts)
+	c := p.Changes[0]
+	if c.AckRecordsInRange != 0 || c.AckRecordsForgotten != 0 || len(c.Warnings) != 1 {
+		t.Fatalf("plan: %d records, %d forgotten, warnings %q", c.AckRecordsInRange, c.AckRecordsForgotten, c.Warnings)
+	}
+	w := c.Warnings[0]
+	for _, part := range []string{`scope "ORDERS.billing"`, "was written for the stream created", `stream "ORDERS" was created`, "proves nothing", "and 3 more such records, of messages 1 to 4", "not forgotten"} {
+		if !strings.Contains(w, part) {
+			t.Errorf("warning lacks %q: %s", part, w)
+		}
+	}
+	recs, err := store.List(testCtx(t), acks.Filter{Scope: "ORDERS.billing"})
+	if err != nil || len(recs) != 4 {
+		t.Fatalf("the earlier stream's records were not kept: %d %v", len(recs), err)
 	}
 }
