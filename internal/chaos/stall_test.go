@@ -1,3 +1,7 @@
+//go:build !windows
+
+// SIGSTOP and SIGCONT are Unix signals: the stall is a Unix test.
+
 package chaos
 
 import (
