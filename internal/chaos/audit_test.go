@@ -142,12 +142,12 @@ func TestAuditEveryChange(t *testing.T) {
 	}{
 		{[]string{"consumer", "reset", "ORDERS", "c", "--to-seq", "50", "--execute"}, audit.Reset, []object{oc}},
 		{[]string{"consumer", "reset", "ORDERS", "c", "d", "--to-seq", "10", "--execute", "--reason", "replay"}, audit.Reset, []object{oc, od}},
-		{[]string{"consumer", "pause", "ORDERS", "c"}, audit.Pause, []object{oc}},
-		{[]string{"consumer", "resume", "ORDERS", "c"}, audit.Resume, []object{oc}},
+		{[]string{"consumer", "pause", "ORDERS", "c", "--execute"}, audit.Pause, []object{oc}},
+		{[]string{"consumer", "resume", "ORDERS", "c", "--execute"}, audit.Resume, []object{oc}},
 		{[]string{"consumer", "snapshot", "save", "s1", "ORDERS", "c", "d"}, audit.SnapshotSave, []object{oc, od}},
 		{[]string{"consumer", "reset", "ORDERS", "c", "--to-seq", "100", "--execute"}, audit.Reset, []object{oc}},
 		{[]string{"consumer", "snapshot", "restore", "s1", "c", "--execute"}, audit.SnapshotRestore, []object{oc}},
-		{[]string{"consumer", "snapshot", "rm", "s1"}, audit.SnapshotRm, []object{oc, od}},
+		{[]string{"consumer", "snapshot", "rm", "s1", "--execute"}, audit.SnapshotRm, []object{oc, od}},
 		{[]string{"consumer", "copy", "ORDERS", "c", "--to-stream", "ORDERS_M", "--execute"}, audit.Copy, []object{{"ORDERS_M", "c"}}},
 		{[]string{"consume", "ORDERS", "w", "--exec", "exit 0", "--max", "5"}, "", nil},
 		{[]string{"acks", "compact", "--scope", "ORDERS.w", "--execute"}, audit.AcksCompact, []object{{"ORDERS", "w"}}},
@@ -351,7 +351,7 @@ func TestAuditRequiredDenied(t *testing.T) {
 	refused := 0
 	for _, args := range [][]string{
 		{"consumer", "reset", "ORDERS", "c", "--to-seq", "2", "--execute"},
-		{"consumer", "pause", "ORDERS", "c"},
+		{"consumer", "pause", "ORDERS", "c", "--execute"},
 		{"consumer", "snapshot", "save", "s", "ORDERS", "c"},
 	} {
 		_, errs := e.must(7, append([]string{"--audit", "required", "--timeout", "1s"}, args...)...)
@@ -400,7 +400,7 @@ func TestAuditFollow(t *testing.T) {
 	if _, err := e.js.CreateConsumer(e.ctx(), "ORDERS", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
 	}
-	e.must(0, "consumer", "pause", "ORDERS", "c")
+	e.must(0, "consumer", "pause", "ORDERS", "c", "--execute")
 	follow := e.command("audit", "ORDERS", "--follow", "--json")
 	stdout, err := follow.StdoutPipe()
 	if err != nil {
@@ -439,7 +439,7 @@ func TestAuditFollow(t *testing.T) {
 	if ev := next("stored event"); ev.Action != audit.Pause {
 		t.Fatalf("first event %+v, want the pause", ev)
 	}
-	e.must(0, "consumer", "resume", "ORDERS", "c", "--reason", "from another process")
+	e.must(0, "consumer", "resume", "ORDERS", "c", "--execute", "--reason", "from another process")
 	ev := next("new event")
 	if ev.Action != audit.Resume || ev.Reason != "from another process" {
 		t.Errorf("followed event %+v, want the resume with its reason", ev)
@@ -534,7 +534,7 @@ func TestAuditNATSIdentity(t *testing.T) {
 			if _, err := e.js.CreateConsumer(e.ctx(), "ORDERS", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 				t.Fatal(err)
 			}
-			e.must(0, append(tc.flags, "consumer", "pause", "ORDERS", "c")...)
+			e.must(0, append(tc.flags, "consumer", "pause", "ORDERS", "c", "--execute")...)
 			evs := e.events()
 			if len(evs) != 1 {
 				t.Fatalf("%d events, want 1", len(evs))
@@ -604,7 +604,7 @@ func TestAuditLostReply(t *testing.T) {
 	if err := e.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	_, errs := e.must(0, "consumer", "pause", "ORDERS", "c", "--timeout", "1s")
+	_, errs := e.must(0, "consumer", "pause", "ORDERS", "c", "--execute", "--timeout", "1s")
 	if strings.Contains(errs, "not written") {
 		t.Errorf("the event was written, yet stderr says: %s", errs)
 	}
