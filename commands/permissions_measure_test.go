@@ -85,6 +85,34 @@ type permFixture struct {
 
 	mu      sync.Mutex
 	current map[string]bool
+	// synced receives each sync mark the spy has handled (see sync).
+	synced chan string
+}
+
+// syncSubject is the subject of the spy's sync marks.
+const syncSubject = "_JSCTL_SPY_SYNC"
+
+// sync returns once the spy has handled everything the server routed to
+// it before now: a mark published on this connection comes after all of
+// it, and the spy's handler takes messages in order (a Flush alone leaves
+// the handler behind).
+func (f *permFixture) sync(t *testing.T) {
+	t.Helper()
+	mark := nats.NewInbox()
+	if err := f.nc.Publish(syncSubject, []byte(mark)); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case got := <-f.synced:
+			if got == mark {
+				return
+			}
+		case <-timeout:
+			t.Fatal("the spy did not handle its sync mark within a minute")
+		}
+	}
 }
 
 // TestPermissionsMeasured measures docs/permissions.md's table (see
@@ -138,7 +166,7 @@ func TestPermissionsMeasured(t *testing.T) {
 		}
 	}
 	srv := natsproc.Start(t, natsproc.Options{Config: "authorization {\n  users = [\n    {user: admin, password: pw}\n    {user: setup, password: pw}\n    {user: probe, password: pw, permissions: {publish: {allow: [nothing]}, subscribe: {allow: [\"_INBOX.>\"]}}}\n" + strings.Join(users, "\n") + "\n  ]\n}"})
-	f := &permFixture{srv: srv, update: *update}
+	f := &permFixture{srv: srv, update: *update, synced: make(chan string, 1)}
 	var err error
 	if f.nc, err = nats.Connect(srv.URL(), nats.UserInfo("admin", "pw")); err != nil {
 		t.Fatal(err)
@@ -148,6 +176,10 @@ func TestPermissionsMeasured(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := f.nc.Subscribe(">", func(m *nats.Msg) {
+		if m.Subject == syncSubject {
+			f.synced <- string(m.Data)
+			return
+		}
 		if strings.HasPrefix(m.Reply, "$JS.ACK.") {
 			return // a delivery (it bears the stream's subject), not a publish
 		}
@@ -237,9 +269,7 @@ func (f *permFixture) runPath(t *testing.T, r *permRun) map[string]bool {
 	if r.path.setup != nil {
 		r.path.setup(t, f, r)
 	}
-	if err := f.nc.Flush(); err != nil { // the spy has all the setup sent
-		t.Fatal(err)
-	}
+	f.sync(t) // the spy has handled all the setup sent
 	logBefore := f.logSize(t)
 	f.mu.Lock()
 	f.current = map[string]bool{}
@@ -247,9 +277,7 @@ func (f *permFixture) runPath(t *testing.T, r *permRun) map[string]bool {
 	args := append([]string{"-s", f.srv.URL(), "--user", r.user, "--password", "pw", "--timeout", "5s", "--retry-for", "1s"}, r.expand(f, r.path.args)...)
 	code, stdout, stderr, took := runJSCTL(t, args...)
 	f.waitClosed(t, r.user)
-	if err := f.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	f.sync(t)
 	f.mu.Lock()
 	seen := f.current
 	f.current = nil
